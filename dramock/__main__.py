@@ -1,0 +1,3 @@
+from dramock.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,189 @@
+"""One declarative entry per served kind: the API's vocabulary.
+
+A new kind is one entry here, one strategy in `admission/strategy.py` and (for semantic rules) one
+validation module; the HTTP layer reads everything it needs from these entries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dramock.schemas import defs
+
+Obj = dict[str, Any]
+
+STANDARD_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+
+def _get(*path: str, default: str = "") -> Callable[[Obj], str]:
+    """A field-selector getter: the string value at `path`, as upstream's GetAttrs renders it."""
+
+    def getter(obj: Obj) -> str:
+        cur: Any = obj
+        for p in path:
+            if not isinstance(cur, dict):
+                return default
+            cur = cur.get(p)
+        if cur is None:
+            return default
+        if isinstance(cur, bool):
+            return "true" if cur else "false"
+        return str(cur)
+
+    return getter
+
+
+@dataclass(frozen=True)
+class Kind:
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    # Subresources beyond the object itself: "status", "finalize", "binding".
+    subresources: tuple[str, ...] = ()
+    # Field selectors beyond metadata.name / metadata.namespace: field path -> getter.
+    selectable_fields: dict[str, Callable[[Obj], str]] = field(default_factory=dict)
+    # Upstream's registry.Store.ReturnDeletedObject: DELETE answers the object instead of a Status.
+    return_deleted_object: bool = False
+    # Whether metadata.generation is maintained (set to 1 on create, bumped on spec changes).
+    tracks_generation: bool = False
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def group_resource(self) -> str:
+        """`resourceclaims.resource.k8s.io`, or `pods` for the core group."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def definition(self) -> str:
+        name = defs.kind_definition(self.group, self.version, self.kind)
+        assert name, f"no 1.37 definition for {self.api_version} {self.kind}"
+        return name
+
+    @property
+    def list_kind(self) -> str:
+        return self.kind + "List"
+
+    @property
+    def storage_bucket(self) -> str:
+        """Storage key prefix. Events of both groups share one bucket, as upstream stores them once."""
+        if self.plural == "events":
+            return "events"
+        return f"{self.group}/{self.plural}" if self.group else self.plural
+
+    def field_value(self, obj: Obj, path: str) -> str | None:
+        """The value of a selectable field, or None when `path` is not selectable for this kind."""
+        if path == "metadata.name":
+            return obj.get("metadata", {}).get("name", "")
+        if path == "metadata.namespace" and self.namespaced:
+            return obj.get("metadata", {}).get("namespace", "")
+        getter = self.selectable_fields.get(path)
+        return getter(obj) if getter else None
+
+
+_EVENT_FIELDS = {
+    "involvedObject.kind": _get("involvedObject", "kind"),
+    "involvedObject.namespace": _get("involvedObject", "namespace"),
+    "involvedObject.name": _get("involvedObject", "name"),
+    "involvedObject.uid": _get("involvedObject", "uid"),
+    "involvedObject.apiVersion": _get("involvedObject", "apiVersion"),
+    "involvedObject.resourceVersion": _get("involvedObject", "resourceVersion"),
+    "involvedObject.fieldPath": _get("involvedObject", "fieldPath"),
+    "reason": _get("reason"),
+    "reportingComponent": _get("reportingComponent"),
+    "source": _get("source", "component"),
+    "type": _get("type"),
+}
+
+RESOURCE = "resource.k8s.io"
+
+KINDS: tuple[Kind, ...] = (
+    # resource.k8s.io/v1
+    Kind(RESOURCE, "v1", "DeviceClass", "deviceclasses", False,
+         return_deleted_object=True, tracks_generation=True),
+    Kind(RESOURCE, "v1", "ResourceSlice", "resourceslices", False,
+         selectable_fields={
+             "spec.nodeName": _get("spec", "nodeName"),
+             "spec.driver": _get("spec", "driver"),
+             "spec.pool.name": _get("spec", "pool", "name"),
+         },
+         return_deleted_object=True, tracks_generation=True),
+    Kind(RESOURCE, "v1", "ResourceClaim", "resourceclaims", True, subresources=("status",),
+         return_deleted_object=True),
+    Kind(RESOURCE, "v1", "ResourceClaimTemplate", "resourceclaimtemplates", True,
+         return_deleted_object=True),
+    Kind(RESOURCE, "v1", "DeviceTaintRule", "devicetaintrules", False, subresources=("status",),
+         return_deleted_object=True, tracks_generation=True),
+    # core v1
+    Kind("", "v1", "Namespace", "namespaces", False, short_names=("ns",),
+         subresources=("status", "finalize"),
+         selectable_fields={"status.phase": _get("status", "phase")},
+         return_deleted_object=True),
+    Kind("", "v1", "Node", "nodes", False, short_names=("no",), subresources=("status",),
+         selectable_fields={"spec.unschedulable": _get("spec", "unschedulable", default="false")}),
+    Kind("", "v1", "Pod", "pods", True, short_names=("po",), categories=("all",),
+         subresources=("status", "binding"),
+         selectable_fields={
+             "spec.nodeName": _get("spec", "nodeName"),
+             "spec.restartPolicy": _get("spec", "restartPolicy"),
+             "spec.schedulerName": _get("spec", "schedulerName"),
+             "spec.serviceAccountName": _get("spec", "serviceAccountName"),
+             "spec.hostNetwork": _get("spec", "hostNetwork", default="false"),
+             "status.phase": _get("status", "phase"),
+             "status.podIP": _get("status", "podIP"),
+             "status.nominatedNodeName": _get("status", "nominatedNodeName"),
+         },
+         return_deleted_object=True, tracks_generation=True),
+    Kind("", "v1", "ResourceQuota", "resourcequotas", True, short_names=("quota",),
+         subresources=("status",), return_deleted_object=True),
+    Kind("", "v1", "Event", "events", True, short_names=("ev",), selectable_fields=_EVENT_FIELDS),
+    Kind("", "v1", "ConfigMap", "configmaps", True, short_names=("cm",)),
+    Kind("", "v1", "Secret", "secrets", True, selectable_fields={"type": _get("type")}),
+    Kind("", "v1", "ServiceAccount", "serviceaccounts", True, short_names=("sa",),
+         return_deleted_object=True),
+    # Stored once in the core shape (see schemas/convert.py), so it selects on the core field names.
+    Kind("events.k8s.io", "v1", "Event", "events", True, short_names=("ev",),
+         selectable_fields=_EVENT_FIELDS),
+    Kind("coordination.k8s.io", "v1", "Lease", "leases", True),
+)
+
+# (group, version) pairs in the order discovery lists them; the core group is "".
+GROUP_VERSIONS: tuple[tuple[str, str], ...] = tuple(dict.fromkeys((k.group, k.version) for k in KINDS))
+
+_BY_GVR: dict[tuple[str, str, str], Kind] = {(k.group, k.version, k.plural): k for k in KINDS}
+
+
+def lookup(group: str, version: str, plural: str) -> Kind | None:
+    return _BY_GVR.get((group, version, plural))
+
+
+def kinds_in(group: str, version: str) -> list[Kind]:
+    return [k for k in KINDS if k.group == group and k.version == version]
+
+
+def groups() -> list[str]:
+    """Non-core groups in discovery order."""
+    return list(dict.fromkeys(g for g, _ in GROUP_VERSIONS if g))
+
+
+def versions_of(group: str) -> list[str]:
+    return [v for g, v in GROUP_VERSIONS if g == group]
+
+
+def by_kind(api_version: str, kind: str) -> Kind | None:
+    for k in KINDS:
+        if k.api_version == api_version and k.kind == kind:
+            return k
+    return None
