@@ -1,0 +1,60 @@
+"""The admission chain every write passes after validation and before storage.
+
+Plugins so far: NamespaceLifecycle. ResourceQuota and node restriction join as their issues land.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from dramock import errors
+from dramock.storage.revlog import RevisionLog
+
+if TYPE_CHECKING:
+    from dramock.schemas.registry import Kind
+
+Obj = dict[str, Any]
+
+# Namespaces that exist from the start and may never be deleted.
+IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+class Target(Protocol):
+    """What admission needs to know of a request."""
+
+    kind: Kind
+    namespace: str | None
+    name: str | None
+    subresource: str
+
+
+class Admission:
+    def __init__(self, store: RevisionLog):
+        self.store = store
+
+    def admit_create(self, call: Target, obj: Obj) -> None:
+        self._namespace_lifecycle(call, creating=True)
+
+    def admit_update(self, call: Target, obj: Obj, old: Obj) -> None:
+        self._namespace_lifecycle(call, creating=False)
+
+    def admit_delete(self, call: Target, old: Obj) -> None:
+        if call.kind.plural == "namespaces" and call.kind.group == "" and call.name in IMMORTAL_NAMESPACES:
+            raise errors.forbidden("namespaces", "", call.name or "", "this namespace may not be deleted")
+
+    def _namespace_lifecycle(self, call: Target, creating: bool) -> None:
+        if not call.kind.namespaced or not call.namespace:
+            return
+        ns = self.store.get("namespaces", call.namespace)
+        if ns is None:
+            raise errors.not_found("namespaces", "", call.namespace)
+        if creating and (ns.get("status") or {}).get("phase") == "Terminating":
+            # Events may still be written into a terminating namespace, as upstream allows.
+            if call.kind.plural == "events":
+                return
+            raise errors.forbidden(
+                call.kind.plural, call.kind.group, call.name or "",
+                f"unable to create new content in namespace {call.namespace} because it is being terminated",
+            ).with_cause("NamespaceTerminating", "metadata.namespace",
+                         f"namespace {call.namespace} is being terminated")

@@ -1,0 +1,192 @@
+"""Request body decoding (JSON, YAML, protobuf) and response media-type negotiation."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from dramock import errors
+from dramock.schemas import structural
+from dramock.schemas.registry import Kind
+
+Obj = dict[str, Any]
+
+MAX_BODY = 3 * 1024 * 1024  # upstream's limit for a JSON/YAML request body
+
+JSON = "application/json"
+YAML = "application/yaml"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+
+
+class _DuplicateKeys(dict):
+    """A dict built by the JSON decoder that remembers duplicate keys (strict decoding reports them)."""
+
+    duplicates: list[str]
+
+
+def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict:
+    d = _DuplicateKeys()
+    dups = []
+    for k, v in pairs:
+        if k in d:
+            dups.append(k)
+        d[k] = v
+    if dups:
+        d.duplicates = dups
+    return d
+
+
+def _collect_duplicates(value: Any, path: str, out: list[str]) -> Any:
+    """Find duplicate-key markers and convert back to plain dicts (so nothing leaks downstream)."""
+    if isinstance(value, dict):
+        for k in getattr(value, "duplicates", ()):
+            out.append(f"{path}.{k}" if path else k)
+        return {k: _collect_duplicates(v, f"{path}.{k}" if path else k, out) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_collect_duplicates(v, f"{path}[{i}]", out) for i, v in enumerate(value)]
+    return value
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    pass
+
+
+def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    loader.flatten_mapping(node)
+    d = _DuplicateKeys()
+    dups = []
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in d:
+            dups.append(str(key))
+        d[key] = loader.construct_object(value_node, deep=True)
+    if dups:
+        d.duplicates = dups
+    return d
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+# Kubernetes YAML is YAML 1.2-ish: timestamps stay strings.
+_UniqueKeyLoader.yaml_implicit_resolvers = {
+    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
+    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.copy().items()
+}
+
+
+def media_type(content_type: str | None) -> str:
+    return (content_type or "").split(";")[0].strip().lower()
+
+
+def parse_document(body: bytes, content_type: str) -> tuple[Any, list[str]]:
+    """Parse a JSON or YAML body; returns (value, duplicate field paths). Malformed input → 400."""
+    mt = media_type(content_type)
+    try:
+        if mt in (YAML, APPLY_PATCH, "text/yaml", "application/x-yaml"):
+            value = yaml.load(body.decode("utf-8"), Loader=_UniqueKeyLoader)
+        else:
+            value = json.loads(body, object_pairs_hook=_pairs_hook)
+    except (ValueError, yaml.YAMLError, UnicodeDecodeError) as e:
+        # Upstream's wording for the two decoders.
+        if "yaml" in mt:
+            raise errors.bad_request(f"error converting YAML to JSON: yaml: {_short(e)}")
+        raise errors.bad_request(f"couldn't get version/kind; json parse error: {_short(e)}")
+    dups: list[str] = []
+    return _collect_duplicates(value, "", dups), dups
+
+
+def _short(e: Exception) -> str:
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
+
+
+@dataclass
+class Decoded:
+    obj: Obj
+    warnings: list[str]
+
+
+def decode_object(body: bytes, content_type: str, kind: Kind, field_validation: str,
+                  definition: str | None = None) -> Decoded:
+    """Decode a create/update body for `kind`, applying upstream's strict-decoding rules."""
+    mt = media_type(content_type)
+    if mt == PROTOBUF:
+        from dramock.apiserver import protobuf
+
+        obj, dups = protobuf.decode(body), []
+    elif mt in (JSON, YAML, "", "*/*", "text/yaml", "application/x-yaml"):
+        obj, dups = parse_document(body, content_type)
+    else:
+        raise errors.unsupported_media_type(content_type)
+    return check_object(obj, dups, kind, field_validation, definition)
+
+
+def check_object(obj: Any, dups: list[str], kind: Kind, field_validation: str,
+                 definition: str | None = None) -> Decoded:
+    """Type-check `obj` against the kind's definition and handle unknown/duplicate fields."""
+    if not isinstance(obj, dict):
+        raise errors.bad_request(f"Object '{kind.kind}' is not a JSON object" if obj is not None
+                                 else "Object 'Kind' is missing in 'null'")
+    report = structural.check(obj, definition or kind.definition)
+    if report.type_errors:
+        raise errors.bad_request(
+            f'{kind.kind} in version "{kind.version}" cannot be handled as a {kind.kind}: '
+            f"{report.type_errors[0]}")
+    problems = [f'duplicate field "{p}"' for p in dups] + [f'unknown field "{p}"' for p in report.unknown]
+    warnings: list[str] = []
+    if problems:
+        if field_validation == "Strict":
+            raise errors.bad_request(
+                f'{kind.kind} in version "{kind.version}" cannot be handled as a {kind.kind}: '
+                f"strict decoding error: {', '.join(problems)}")
+        if field_validation == "Warn":
+            warnings = problems
+    return Decoded(obj, warnings)
+
+
+# ---- response negotiation ----
+
+@dataclass(frozen=True)
+class Accept:
+    """What the client asked for: plain objects, a Table, or PartialObjectMetadata, as JSON or YAML."""
+
+    form: str = ""  # "", "Table", "PartialObjectMetadata", "PartialObjectMetadataList"
+    version: str = "v1"  # meta.k8s.io version of Table / PartialObjectMetadata
+    yaml: bool = False
+
+
+def negotiate(accept_header: str | None) -> Accept:
+    if not accept_header:
+        return Accept()
+    for clause in accept_header.split(","):
+        parts = [p.strip() for p in clause.split(";")]
+        mt = parts[0].lower()
+        params = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
+        as_ = params.get("as", "")
+        if mt in (JSON, "*/*", "application/*", PROTOBUF, YAML, "application/vnd.kubernetes.protobuf;stream=watch"):
+            if as_:
+                if params.get("g") != "meta.k8s.io" or as_ not in (
+                        "Table", "PartialObjectMetadata", "PartialObjectMetadataList"):
+                    continue
+                if params.get("v", "v1") not in ("v1", "v1beta1"):
+                    continue
+                return Accept(as_, params.get("v", "v1"), mt == YAML)
+            return Accept(yaml=mt == YAML)
+        if mt.startswith("application/json") and not as_:
+            return Accept()
+    raise errors.not_acceptable(
+        "only the following media types are accepted: application/json, application/yaml, "
+        "application/vnd.kubernetes.protobuf")
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def to_yaml(obj: Any) -> str:
+    return yaml.safe_dump(obj, default_flow_style=False, sort_keys=True)

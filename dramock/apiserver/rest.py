@@ -1,0 +1,599 @@
+"""The REST verbs for every served kind: get, list, create, update, patch, delete, deletecollection.
+
+One write, end to end: decode → convert to the stored version → strategy (defaults, server-set fields)
+→ validate → admit → managedFields → storage (conditional, one transaction) → encode.
+Watch lives in `watch.py`; routing and content negotiation in `app.py`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import random
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from multidict import MultiMapping
+
+from dramock.admission import strategy as strategies
+from dramock.admission.chain import Admission
+from dramock import errors
+from dramock.apiserver import codec, fieldmanager, patch, selectors
+from dramock.schemas import convert
+from dramock.schemas.registry import Kind
+from dramock.storage.revlog import (Compacted, FutureRevision, KeyExists, KeyNotFound, RevisionConflict,
+                                    RevisionLog)
+
+Obj = dict[str, Any]
+
+_NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # upstream's generateName alphabet
+
+
+def now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def clone(obj: Any) -> Any:
+    """Deep copy of a JSON value: stored objects are shared and must never be mutated."""
+    return json.loads(json.dumps(obj))
+
+
+def meta(obj: Obj) -> Obj:
+    m = obj.get("metadata")
+    if not isinstance(m, dict):
+        m = obj["metadata"] = {}
+    return m
+
+
+def stamp_resource_version(obj: Obj, revision: int) -> None:
+    meta(obj)["resourceVersion"] = str(revision)
+
+
+def storage_name(kind: Kind, namespace: str | None, name: str) -> str:
+    return f"{namespace}/{name}" if kind.namespaced else name
+
+
+@dataclass
+class Call:
+    """One request against a kind: where it points and its query parameters."""
+
+    kind: Kind
+    namespace: str | None
+    name: str | None
+    subresource: str
+    query: MultiMapping[str]
+    user_agent: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+    def param(self, key: str, default: str = "") -> str:
+        return self.query.get(key, default)
+
+    @property
+    def dry_run(self) -> bool:
+        values = self.query.getall("dryRun", [])
+        for v in values:
+            if v != "All":
+                raise errors.bad_request(f'Invalid dryRun value: "{v}". Valid values: "All"')
+        return bool(values)
+
+    @property
+    def field_manager(self) -> str:
+        fm = self.param("fieldManager")
+        if fm:
+            if len(fm) > 128:
+                raise errors.bad_request("fieldManager: Too long: may not be more than 128 bytes")
+            return fm
+        # Upstream derives the default manager from the user agent's program name.
+        return (self.user_agent.split("/")[0] or "unknown")[:128]
+
+    @property
+    def field_validation(self) -> str:
+        fv = self.param("fieldValidation", "Warn") or "Warn"
+        if fv not in ("Strict", "Warn", "Ignore"):
+            raise errors.bad_request(
+                f'Invalid fieldValidation value: "{fv}". Valid values: "Ignore", "Strict", "Warn"')
+        return fv
+
+
+@dataclass
+class Result:
+    """What a verb produced: an object (or list) to encode, and the HTTP code."""
+
+    body: Any
+    code: int = 200
+    # The stored JSON of `body` when it is a stored object in the stored version (saves encoding).
+    encoded: str | None = None
+
+
+class Rest:
+    def __init__(self, store: RevisionLog, admission: Admission):
+        self.store = store
+        self.admission = admission
+
+    # ---------------------------------------------------------------- reads
+
+    def get(self, call: Call) -> Result:
+        kind = call.kind
+        key = storage_name(kind, call.namespace, call.name or "")
+        obj = self.store.get(kind.storage_bucket, key)
+        if obj is None:
+            raise errors.not_found(kind.plural, kind.group, call.name or "")
+        if convert.needs_conversion(kind):
+            return Result(convert.from_storage(obj, kind))
+        return Result(obj, encoded=self.store.encoded(kind.storage_bucket, key))
+
+    def list(self, call: Call) -> Result:
+        kind = call.kind
+        label_reqs = selectors.parse_label_selector(call.param("labelSelector"))
+        field_reqs = selectors.parse_field_selector(call.param("fieldSelector"))
+        selectors.check_fields(field_reqs, kind.field_value)
+        match = selectors.predicate(label_reqs, field_reqs, kind.field_value)
+        limit = _int_param(call, "limit", 0)
+        token = call.param("continue")
+        rv = call.param("resourceVersion")
+        rv_match = call.param("resourceVersionMatch")
+        if rv_match and rv_match not in ("Exact", "NotOlderThan"):
+            raise errors.bad_request(f'resourceVersionMatch: Unsupported value: "{rv_match}": supported '
+                                     f'values: "Exact", "NotOlderThan"')
+        if rv_match and not rv:
+            raise errors.bad_request("resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden "
+                                     "unless resourceVersion is provided")
+        at: int | None = None
+        start_after = ""
+        if token:
+            if rv:
+                raise errors.bad_request("specifying resource version is not allowed when using continue")
+            at, start_after = _decode_continue(token)
+            try:
+                self.store.check_revision(at)
+            except Compacted:
+                raise errors.gone(_CONTINUE_EXPIRED)
+        elif rv and rv_match == "Exact":
+            at = _parse_rv(rv)
+        elif rv and rv not in ("0",):
+            # NotOlderThan (or legacy semantics): the current state is never older than `rv`.
+            requested = _parse_rv(rv)
+            if requested > self.store.revision:
+                raise errors.APIError(504, "Timeout", f"Too large resource version: {requested}, "
+                                      f"current resource version: {self.store.revision}",
+                                      {"causes": [{"reason": "ResourceVersionTooLarge",
+                                                   "message": "Too large resource version"}],
+                                       "retryAfterSeconds": 1})
+        if at is not None:
+            try:
+                self.store.check_revision(at)
+            except Compacted as e:
+                raise errors.too_old_resource_version(e.requested, e.oldest)
+            except FutureRevision as e:
+                raise errors.APIError(504, "Timeout", f"Too large resource version: {e.requested}, "
+                                      f"current resource version: {e.current}",
+                                      {"causes": [{"reason": "ResourceVersionTooLarge",
+                                                   "message": "Too large resource version"}],
+                                       "retryAfterSeconds": 1})
+        list_rev = at if at is not None else self.store.revision
+        prefix = f"{call.namespace}/" if kind.namespaced and call.namespace else ""
+        items: list[tuple[str, Obj]] = []
+        more = False
+        remaining = 0
+        for name, obj in self.store.list(kind.storage_bucket, prefix, start_after,
+                                         at if at is not None and at < self.store.revision else None):
+            if match is not None and not match(obj):
+                continue
+            if limit and len(items) >= limit:
+                more = True
+                remaining += 1
+                continue
+            items.append((name, obj))
+        list_meta: Obj = {"resourceVersion": str(list_rev)}
+        if more:
+            list_meta["continue"] = _encode_continue(list_rev, items[-1][0])
+            if match is None:
+                list_meta["remainingItemCount"] = remaining
+        body = {"kind": kind.list_kind, "apiVersion": kind.api_version, "metadata": list_meta,
+                "items": [convert.from_storage(o, kind) for _, o in items]}
+        return Result(body, encoded=self._encode_list(kind, body, items, at))
+
+    def _encode_list(self, kind: Kind, body: Obj, items: list[tuple[str, Obj]], at: int | None) -> str | None:
+        if convert.needs_conversion(kind) or at is not None:
+            return None
+        values = []
+        for name, _ in items:
+            v = self.store.encoded(kind.storage_bucket, name)
+            if v is None:
+                return None
+            values.append(v)
+        head = codec.dumps({k: v for k, v in body.items() if k != "items"})
+        return head[:-1] + ',"items":[' + ",".join(values) + "]}"
+
+    # ---------------------------------------------------------------- create
+
+    def create(self, call: Call, body: bytes, content_type: str) -> Result:
+        kind = call.kind
+        decoded = codec.decode_object(body, content_type, kind, call.field_validation)
+        call.warnings.extend(decoded.warnings)
+        obj = self._check_type_meta(decoded.obj, kind)
+        return self.create_object(call, obj)
+
+    def create_object(self, call: Call, obj: Obj, manager_op: str = "Update") -> Result:
+        """Create from an already decoded object (also used by server-side apply of a new object)."""
+        kind = call.kind
+        strategy = strategies.for_kind(kind)
+        obj = convert.to_storage(obj, kind)
+        m = meta(obj)
+        self._check_namespace(call, m)
+        if not m.get("name") and m.get("generateName"):
+            m["name"] = m["generateName"] + "".join(random.choices(_NAME_SUFFIX_ALPHABET, k=5))
+        for f in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink",
+                  "generation"):
+            m.pop(f, None)
+        m["uid"] = str(uuid.uuid4())
+        m["creationTimestamp"] = now_rfc3339()
+        strategy.default(obj)
+        strategy.prepare_for_create(obj)
+        causes = strategy.validate(obj)
+        if causes:
+            raise errors.invalid(kind.kind, kind.group, m.get("name") or "", causes)
+        self.admission.admit_create(call, obj)
+        if manager_op == "Update":
+            obj = fieldmanager.track_update(None, obj, manager=call.field_manager, api_version=kind.api_version,
+                                            definition=kind.definition, subresource=call.subresource,
+                                            now=now_rfc3339())
+        if call.dry_run:
+            return Result(convert.from_storage(obj, kind), 201)
+        try:
+            stored = self.store.create(kind.storage_bucket, storage_name(kind, call.namespace, m["name"]), obj)
+        except KeyExists:
+            raise errors.already_exists(kind.plural, kind.group, m["name"])
+        return Result(convert.from_storage(stored, kind), 201)
+
+    def _check_type_meta(self, obj: Obj, kind: Kind) -> Obj:
+        av, k = obj.get("apiVersion"), obj.get("kind")
+        if k and k != kind.kind:
+            raise errors.bad_request(f"the kind in the data ({k}) does not match the expected kind "
+                                     f"({kind.kind})" if av == kind.api_version else
+                                     f'no kind "{k}" is registered for version "{av}" in scheme '
+                                     f'"pkg/api/legacyscheme/scheme.go:30"')
+        if av and av != kind.api_version:
+            raise errors.bad_request(f"the API version in the data ({av}) does not match the expected API "
+                                     f"version ({kind.api_version})")
+        obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
+        return obj
+
+    def _check_namespace(self, call: Call, m: Obj) -> None:
+        kind = call.kind
+        if kind.namespaced:
+            ns = m.get("namespace")
+            if ns and ns != call.namespace:
+                raise errors.bad_request("the namespace of the provided object does not match the namespace "
+                                         "sent on the request")
+            m["namespace"] = call.namespace
+        elif "namespace" in m and not m["namespace"]:
+            del m["namespace"]
+
+    # ---------------------------------------------------------------- update / patch
+
+    def update(self, call: Call, body: bytes, content_type: str) -> Result:
+        kind = call.kind
+        definition = kind.definition
+        decoded = codec.decode_object(body, content_type, kind, call.field_validation, definition)
+        call.warnings.extend(decoded.warnings)
+        obj = self._check_type_meta(decoded.obj, kind)
+        name = meta(obj).get("name")
+        if name != call.name:
+            raise errors.bad_request(f"the name of the object ({name}) does not match the name on the URL "
+                                     f"({call.name})" if name else "name is required")
+        return self.update_object(call, obj)
+
+    def update_object(self, call: Call, obj: Obj, apply_manager: str | None = None) -> Result:
+        """Replace the stored object with `obj` (in the request's version), as PUT does."""
+        kind = call.kind
+        strategy = strategies.for_kind(kind)
+        key = storage_name(kind, call.namespace, call.name or "")
+        old = self.store.get(kind.storage_bucket, key)
+        if old is None:
+            raise errors.not_found(kind.plural, kind.group, call.name or "")
+        obj = convert.to_storage(obj, kind)
+        m, om = meta(obj), old["metadata"]
+        self._check_namespace(call, m)
+        expected = None
+        if m.get("resourceVersion"):
+            expected = _parse_rv(m["resourceVersion"], conflict_on_bad=(kind, call.name or ""))
+            if expected != self.store.mod_revision(kind.storage_bucket, key):
+                raise errors.conflict(kind.plural, kind.group, call.name or "", errors.STALE_OBJECT)
+        # Server-owned metadata always comes from the stored object.
+        for f in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+                  "generation", "selfLink"):
+            if f in om:
+                m[f] = om[f]
+            else:
+                m.pop(f, None)
+        if "managedFields" not in m and "managedFields" in om:
+            m["managedFields"] = om["managedFields"]
+        strategy.default(obj)
+        if call.subresource == "status":
+            strategy.prepare_for_status_update(obj, old)
+            causes = strategy.validate_status_update(obj, old)
+        elif call.subresource == "finalize":
+            strategy.prepare_for_finalize(obj, old)
+            causes = strategy.validate_status_update(obj, old)
+        else:
+            strategy.prepare_for_update(obj, old)
+            causes = strategy.validate_update(obj, old)
+        if causes:
+            raise errors.invalid(kind.kind, kind.group, call.name or "", causes)
+        m["resourceVersion"] = om.get("resourceVersion", "")
+        if _same_object(obj, old):
+            # Nothing changed: no new revision, no managedFields timestamp bump (kubectl "unchanged").
+            return Result(convert.from_storage(old, kind), encoded=self.store.encoded(kind.storage_bucket, key))
+        self.admission.admit_update(call, obj, old)
+        if apply_manager is None:
+            obj = fieldmanager.track_update(old, obj, manager=call.field_manager, api_version=kind.api_version,
+                                            definition=kind.definition, subresource=call.subresource,
+                                            now=now_rfc3339())
+        if call.dry_run:
+            return Result(convert.from_storage(obj, kind))
+        if om.get("deletionTimestamp") and not m.get("finalizers") and not self._graceful_pending(kind, obj):
+            # The last finalizer is gone from an object being deleted: it goes now.
+            stored = self.store.delete(kind.storage_bucket, key)
+            return Result(convert.from_storage(stored, kind))
+        try:
+            stored = self.store.update(kind.storage_bucket, key, obj, expected)
+        except RevisionConflict:
+            raise errors.conflict(kind.plural, kind.group, call.name or "", errors.STALE_OBJECT)
+        except KeyNotFound:
+            raise errors.not_found(kind.plural, kind.group, call.name or "")
+        return Result(convert.from_storage(stored, kind))
+
+    def patch(self, call: Call, body: bytes, content_type: str) -> Result:
+        kind = call.kind
+        mt = codec.media_type(content_type)
+        key = storage_name(kind, call.namespace, call.name or "")
+        old = self.store.get(kind.storage_bucket, key)
+        if mt == codec.APPLY_PATCH:
+            return self._apply(call, body, content_type, old)
+        if mt not in (codec.JSON_PATCH, codec.MERGE_PATCH, codec.STRATEGIC_PATCH):
+            raise errors.unsupported_media_type(content_type)
+        if old is None:
+            raise errors.not_found(kind.plural, kind.group, call.name or "")
+        doc, _ = codec.parse_document(body, codec.JSON)
+        current = clone(convert.from_storage(old, kind))
+        if mt == codec.JSON_PATCH:
+            if not isinstance(doc, list):
+                raise errors.bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+            patched = patch.apply_json_patch(current, doc)
+        elif mt == codec.MERGE_PATCH:
+            patched = patch.apply_merge_patch(current, doc)
+        else:
+            patched = patch.apply_strategic_merge_patch(current, doc, kind.definition)
+        decoded = codec.check_object(patched, [], kind, call.field_validation)
+        call.warnings.extend(decoded.warnings)
+        obj = self._check_type_meta(decoded.obj, kind)
+        if meta(obj).get("name") != call.name:
+            raise errors.bad_request(f"the name of the object ({meta(obj).get('name')}) does not match the "
+                                     f"name on the URL ({call.name})")
+        # A patch carries a precondition only if it sets resourceVersion itself.
+        if meta(obj).get("resourceVersion") == old["metadata"].get("resourceVersion"):
+            meta(obj).pop("resourceVersion", None)
+        return self.update_object(call, obj)
+
+    def _apply(self, call: Call, body: bytes, content_type: str, old: Obj | None) -> Result:
+        kind = call.kind
+        if not call.param("fieldManager"):
+            raise errors.bad_request("PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: "
+                                     "is required for apply patch")
+        force = call.param("force") in ("true", "1")
+        config, dups = codec.parse_document(body, codec.APPLY_PATCH)
+        checked = codec.check_object(config, dups, kind, call.field_validation)
+        call.warnings.extend(checked.warnings)
+        config = checked.obj
+        if config.get("apiVersion") != kind.api_version or config.get("kind") != kind.kind:
+            self._check_type_meta(dict(config), kind)
+        live = clone(convert.from_storage(old, kind)) if old is not None else None
+        merged = fieldmanager.apply(live, config, manager=call.field_manager, force=force,
+                                    api_version=kind.api_version, definition=kind.definition,
+                                    subresource=call.subresource, now=now_rfc3339())
+        if old is None:
+            if meta(merged).get("name") != call.name:
+                raise errors.bad_request(f"the name of the object ({meta(merged).get('name')}) does not match "
+                                         f"the name on the URL ({call.name})")
+            return self.create_object(call, merged, manager_op="Apply")
+        meta(merged).pop("resourceVersion", None)
+        return self.update_object(call, merged, apply_manager=call.field_manager)
+
+    # ---------------------------------------------------------------- delete
+
+    def delete(self, call: Call, body: bytes, content_type: str) -> Result:
+        kind = call.kind
+        options = self._delete_options(call, body, content_type)
+        key = storage_name(kind, call.namespace, call.name or "")
+        old = self.store.get(kind.storage_bucket, key)
+        if old is None:
+            raise errors.not_found(kind.plural, kind.group, call.name or "")
+        return self._delete_one(call, key, old, options)
+
+    def _delete_one(self, call: Call, key: str, old: Obj, options: Obj) -> Result:
+        kind = call.kind
+        om = old["metadata"]
+        pre = options.get("preconditions") or {}
+        if pre.get("uid") and pre["uid"] != om.get("uid"):
+            raise errors.conflict(kind.plural, kind.group, om["name"],
+                                  f"Precondition failed: UID in precondition: {pre['uid']}, UID in object "
+                                  f"meta: {om.get('uid')}")
+        if pre.get("resourceVersion") and pre["resourceVersion"] != om.get("resourceVersion"):
+            raise errors.conflict(kind.plural, kind.group, om["name"],
+                                  f"Precondition failed: ResourceVersion in precondition: "
+                                  f"{pre['resourceVersion']}, ResourceVersion in object meta: "
+                                  f"{om.get('resourceVersion')}")
+        self.admission.admit_delete(call, old)
+        grace = self._grace_period(kind, old, options)
+        pending = bool(om.get("finalizers")) or grace > 0
+        if pending:
+            obj = clone(old)
+            m = obj["metadata"]
+            if not m.get("deletionTimestamp"):
+                m["deletionTimestamp"] = (datetime.now(UTC) + timedelta(seconds=grace)).strftime(
+                    "%Y-%m-%dT%H:%M:%SZ")
+                m["deletionGracePeriodSeconds"] = grace
+            elif grace < (m.get("deletionGracePeriodSeconds") or 0):
+                m["deletionGracePeriodSeconds"] = grace
+            if kind.plural == "namespaces":
+                obj.setdefault("status", {})["phase"] = "Terminating"
+            if obj == old:
+                return Result(convert.from_storage(old, kind), 202 if kind.return_deleted_object else 200)
+            if call.dry_run:
+                return Result(convert.from_storage(obj, kind), 202)
+            stored = self.store.update(kind.storage_bucket, key, obj)
+            return Result(convert.from_storage(stored, kind), 202)
+        if call.dry_run:
+            return self._deleted_result(kind, old)
+        stored = self.store.delete(kind.storage_bucket, key)
+        return self._deleted_result(kind, stored)
+
+    def _deleted_result(self, kind: Kind, obj: Obj) -> Result:
+        if kind.return_deleted_object:
+            return Result(convert.from_storage(obj, kind))
+        m = obj["metadata"]
+        details = {"name": m["name"], "kind": kind.plural, "uid": m.get("uid")}
+        if kind.group:
+            details = {"name": m["name"], "group": kind.group, "kind": kind.plural, "uid": m.get("uid")}
+        return Result({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                       "details": details})
+
+    def _graceful_pending(self, kind: Kind, obj: Obj) -> bool:
+        """Whether a pod is still in its graceful termination (kubelet has not confirmed yet)."""
+        return kind.plural == "pods" and (obj["metadata"].get("deletionGracePeriodSeconds") or 0) > 0
+
+    def _grace_period(self, kind: Kind, old: Obj, options: Obj) -> int:
+        """Pods bound to a node are deleted gracefully; everything else at once (as upstream)."""
+        if kind.plural != "pods":
+            return 0
+        requested = options.get("gracePeriodSeconds")
+        spec, status = old.get("spec") or {}, old.get("status") or {}
+        if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
+            return 0
+        if requested is None:
+            current = old["metadata"].get("deletionGracePeriodSeconds")
+            requested = current if current is not None else spec.get("terminationGracePeriodSeconds", 30)
+        return max(int(requested), 0)
+
+    def _delete_options(self, call: Call, body: bytes, content_type: str) -> Obj:
+        options: Obj = {}
+        if body and body.strip():
+            mt = codec.media_type(content_type)
+            if mt == codec.PROTOBUF:
+                from dramock.apiserver import protobuf
+
+                doc = protobuf.decode(body)
+            else:
+                doc, _ = codec.parse_document(body, content_type or codec.JSON)
+            if isinstance(doc, dict):
+                options = doc
+        if "gracePeriodSeconds" in call.query:
+            options["gracePeriodSeconds"] = _int_param(call, "gracePeriodSeconds", 0)
+        if "propagationPolicy" in call.query:
+            options["propagationPolicy"] = call.param("propagationPolicy")
+        policy = options.get("propagationPolicy")
+        if policy and policy not in ("Orphan", "Background", "Foreground"):
+            raise errors.invalid("DeleteOptions", "meta.k8s.io", "", [strategies.cause(
+                "FieldValueNotSupported", "propagationPolicy",
+                f'Unsupported value: "{policy}": supported values: "Foreground", "Background", "Orphan"')])
+        if options.get("dryRun"):
+            call.query = _with_dry_run(call.query)
+        return options
+
+    def delete_collection(self, call: Call, body: bytes, content_type: str) -> Result:
+        kind = call.kind
+        options = self._delete_options(call, body, content_type)
+        listed = self.list(call)
+        deleted = []
+        for item in listed.body["items"]:
+            name = item["metadata"]["name"]
+            key = storage_name(kind, item["metadata"].get("namespace"), name)
+            old = self.store.get(kind.storage_bucket, key)
+            if old is None:
+                continue
+            try:
+                deleted.append(self._delete_one(call, key, old, options).body)
+            except errors.APIError:
+                continue
+        return Result({"kind": kind.list_kind, "apiVersion": kind.api_version,
+                       "metadata": {"resourceVersion": str(self.store.revision)}, "items": deleted})
+
+
+# ---------------------------------------------------------------- helpers
+
+def _same_object(new: Obj, old: Obj) -> bool:
+    """Equal apart from managedFields (whose timestamps only a real change may bump)."""
+    if new.keys() != old.keys():
+        return False
+    for k in new:
+        if k == "metadata":
+            nm = {a: b for a, b in new[k].items() if a != "managedFields"}
+            omd = {a: b for a, b in old[k].items() if a != "managedFields"}
+            if nm != omd:
+                return False
+        elif new[k] != old[k]:
+            return False
+    return True
+
+
+def _with_dry_run(query: MultiMapping[str]) -> MultiMapping[str]:
+    from multidict import MultiDict
+
+    q = MultiDict(query)
+    q["dryRun"] = "All"
+    return q
+
+
+def _int_param(call: Call, key: str, default: int) -> int:
+    raw = call.param(key)
+    if raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise errors.bad_request(f'{key}: Invalid value: "{raw}": must be an integer')
+
+
+def _parse_rv(raw: str, conflict_on_bad: tuple[Kind, str] | None = None) -> int:
+    try:
+        value = int(raw)
+        if value < 0:
+            raise ValueError
+        return value
+    except ValueError:
+        if conflict_on_bad:
+            kind, name = conflict_on_bad
+            raise errors.invalid(kind.kind, kind.group, name, [strategies.invalid_value(
+                "metadata.resourceVersion", raw, "must be specified for an update")])
+        raise errors.bad_request(f'invalid resource version "{raw}"') from None
+
+
+_CONTINUE_EXPIRED = (
+    "The provided continue parameter is too old to display a consistent list result. You can start a new "
+    "list without the continue parameter, or use the continue token in this response to retrieve the "
+    "remainder of the results. Continuing with the provided token results in an inconsistent list - objects "
+    "that were created, modified, or deleted between the time the first chunk was returned and now may show "
+    "up in the list.")
+
+
+def _encode_continue(revision: int, last_name: str) -> str:
+    raw = json.dumps({"v": "meta.k8s.io/v1", "rv": revision, "start": last_name + "\x00"},
+                     separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def _decode_continue(token: str) -> tuple[int, str]:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        data = json.loads(raw)
+        if data.get("v") != "meta.k8s.io/v1":
+            raise ValueError
+        start = data["start"]
+        return int(data["rv"]), start[:-1] if start.endswith("\x00") else start
+    except (ValueError, KeyError, TypeError, binascii.Error):
+        raise errors.bad_request("continue key is not valid: incorrect encoded start resourceVersion "
+                                 "(version meta.k8s.io/v1)") from None

@@ -1,0 +1,251 @@
+"""Watch streams: newline-delimited JSON events served from the in-memory history and live writes.
+
+A watcher subscribes to its storage bucket before it takes its starting point, in the same tick, so no
+write can fall between the initial state and the live events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+from dramock import errors
+from dramock.apiserver import codec, selectors
+from dramock.apiserver.rest import Call
+from dramock.schemas import convert
+from dramock.schemas.registry import Kind
+from dramock.storage.revlog import ADDED, DELETED, MODIFIED, Compacted, Event, FutureRevision, RevisionLog
+
+Obj = dict[str, Any]
+
+BOOKMARK = "BOOKMARK"
+ERROR = "ERROR"
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+# A watcher this far behind is cut off (the client re-lists), as upstream drops slow watchers.
+MAX_BACKLOG = 100_000
+DEFAULT_TIMEOUT = 1800.0
+
+
+class Watcher:
+    """One client's stream: a backlog filled by storage callbacks and drained by the response task."""
+
+    def __init__(self, namespace_prefix: str, match: Callable[[Obj], bool] | None):
+        self.prefix = namespace_prefix
+        self.match = match
+        self.backlog: deque[tuple[str, Event]] = deque()
+        self.wakeup = asyncio.Event()
+        self.overflow = False
+
+    def selects(self, name: str, obj: Obj | None) -> bool:
+        if obj is None or (self.prefix and not name.startswith(self.prefix)):
+            return False
+        return self.match is None or self.match(obj)
+
+    def transition(self, ev: Event) -> str | None:
+        """The event type this watcher sees, given its selectors (None: not for this watcher)."""
+        now = self.selects(ev.name, ev.obj) if ev.type != DELETED else False
+        before = self.selects(ev.name, ev.prev) if ev.type != ADDED else False
+        if ev.type == DELETED:
+            return DELETED if before else None
+        if now and before:
+            return MODIFIED
+        if now:
+            return ADDED
+        if before:
+            return DELETED  # left the selector
+        return None
+
+    def __call__(self, ev: Event) -> None:
+        t = self.transition(ev)
+        if t is None:
+            return
+        if len(self.backlog) >= MAX_BACKLOG:
+            self.overflow = True
+        else:
+            self.backlog.append((t, ev))
+        self.wakeup.set()
+
+
+class WatchHandler:
+    def __init__(self, store: RevisionLog, bookmark_interval: float, on_watchers: Callable[[Kind, int], None]):
+        self.store = store
+        self.bookmark_interval = bookmark_interval
+        self.on_watchers = on_watchers
+
+    async def serve(self, request: web.Request, call: Call, accept: codec.Accept,
+                    table: Callable[[Kind, list[Obj], bool], Obj] | None) -> web.StreamResponse:
+        kind = call.kind
+        q = call.query
+        label_reqs = selectors.parse_label_selector(call.param("labelSelector"))
+        field_reqs = selectors.parse_field_selector(call.param("fieldSelector"))
+        selectors.check_fields(field_reqs, kind.field_value)
+        if call.name:
+            field_reqs.append(selectors.FieldRequirement("metadata.name", call.name, True))
+        match = selectors.predicate(label_reqs, field_reqs, kind.field_value)
+        rv = call.param("resourceVersion")
+        rv_match = call.param("resourceVersionMatch")
+        send_initial = _bool(q.get("sendInitialEvents"))
+        bookmarks = _bool(q.get("allowWatchBookmarks"))
+        if send_initial is not None:
+            causes = []
+            if rv_match != "NotOlderThan":
+                causes.append({"reason": "FieldValueForbidden", "field": "sendInitialEvents",
+                               "message": "Forbidden: sendInitialEvents is forbidden for watch unless "
+                                          "resourceVersionMatch is set to NotOlderThan"})
+            if send_initial and not bookmarks:
+                causes.append({"reason": "FieldValueForbidden", "field": "allowWatchBookmarks",
+                               "message": "Forbidden: allowWatchBookmarks must be set to true when "
+                                          "sendInitialEvents is set"})
+            if causes:
+                raise errors.invalid("ListOptions", "meta.k8s.io", "", causes)
+        elif rv_match:
+            raise errors.invalid("ListOptions", "meta.k8s.io", "", [{
+                "reason": "FieldValueForbidden", "field": "resourceVersionMatch",
+                "message": "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is "
+                           "provided"}])
+        timeout = DEFAULT_TIMEOUT
+        if q.get("timeoutSeconds"):
+            try:
+                timeout = float(q["timeoutSeconds"])
+            except ValueError:
+                raise errors.bad_request(f'timeoutSeconds: Invalid value: "{q["timeoutSeconds"]}"')
+        start_rev: int | None = None
+        if rv not in ("", "0") and not send_initial:
+            try:
+                start_rev = int(rv)
+            except ValueError:
+                raise errors.bad_request(f'invalid resource version "{rv}"')
+        initial = send_initial if send_initial is not None else start_rev is None
+
+        watcher = Watcher(f"{call.namespace}/" if kind.namespaced and call.namespace else "", match)
+        bucket = kind.storage_bucket
+        # Subscribe and take the starting point in one tick: nothing can slip in between.
+        self.store.subscribe(bucket, watcher)
+        self.on_watchers(kind, 1)
+        replay: list[tuple[str, Event]] = []
+        error: Obj | None = None
+        snapshot: list[tuple[str, Obj]] = []
+        snapshot_rev = self.store.revision
+        if initial:
+            snapshot = [(n, o) for n, o in self.store.list(bucket, watcher.prefix) if watcher.selects(n, o)]
+        elif start_rev is not None:
+            try:
+                for ev in self.store.events_since(start_rev, bucket):
+                    t = watcher.transition(ev)
+                    if t:
+                        replay.append((t, ev))
+            except Compacted as e:
+                error = errors.too_old_resource_version(e.requested, e.oldest).status()
+            except FutureRevision:
+                pass  # nothing to replay yet: live events will follow
+
+        resp = web.StreamResponse(status=200, headers={
+            "Content-Type": "application/yaml" if accept.yaml else "application/json",
+            "Cache-Control": "no-cache, private",
+            "Transfer-Encoding": "chunked"})
+        for w in call.warnings:
+            resp.headers.add("Warning", f'299 - "{w}"')
+        encoder = _Encoder(kind, accept, table)
+        try:
+            await resp.prepare(request)
+            if error is not None:
+                await resp.write(encoder.line(ERROR, error))
+                return resp
+            out = bytearray()
+            for name, obj in snapshot:
+                out += encoder.line(ADDED, convert.from_storage(obj, kind), self.store.encoded(bucket, name))
+            for t, ev in replay:
+                out += encoder.event(t, ev)
+            if send_initial and bookmarks:
+                out += encoder.line(BOOKMARK, _bookmark(kind, snapshot_rev, initial_end=True))
+            if out:
+                await resp.write(bytes(out))
+            await self._stream(resp, watcher, encoder, timeout, bookmarks)
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            self.store.unsubscribe(bucket, watcher)
+            self.on_watchers(kind, -1)
+        return resp
+
+    async def _stream(self, resp: web.StreamResponse, watcher: Watcher, encoder: _Encoder, timeout: float,
+                      bookmarks: bool) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        next_bookmark = loop.time() + self.bookmark_interval
+        while True:
+            now = loop.time()
+            if now >= deadline:
+                return
+            wait = min(deadline, next_bookmark) - now if bookmarks else deadline - now
+            try:
+                await asyncio.wait_for(watcher.wakeup.wait(), timeout=max(wait, 0))
+            except TimeoutError:
+                pass
+            watcher.wakeup.clear()
+            if watcher.overflow:
+                return
+            out = bytearray()
+            while watcher.backlog:
+                t, ev = watcher.backlog.popleft()
+                out += encoder.event(t, ev)
+            if bookmarks and loop.time() >= next_bookmark:
+                out += encoder.line(BOOKMARK, _bookmark(encoder.kind, self.store.revision))
+                next_bookmark = loop.time() + self.bookmark_interval
+            if out:
+                await resp.write(bytes(out))
+
+
+class _Encoder:
+    """Encodes watch events in the form the client negotiated (objects, Table rows, or metadata)."""
+
+    def __init__(self, kind: Kind, accept: codec.Accept, table: Callable[[Kind, list[Obj], bool], Obj] | None):
+        self.kind = kind
+        self.accept = accept
+        self.table = table
+        self.first_table = True
+        self.plain = not accept.form and not accept.yaml and not convert.needs_conversion(kind)
+
+    def event(self, t: str, ev: Event) -> bytes:
+        return self.line(t, convert.from_storage(ev.obj, self.kind), ev.value)
+
+    def line(self, t: str, obj: Obj, encoded: str | None = None) -> bytes:
+        if t in (ADDED, MODIFIED, DELETED):
+            if self.plain and encoded is not None:
+                return f'{{"type":"{t}","object":{encoded}}}\n'.encode()
+            obj = self._transform(obj)
+        if self.accept.yaml:
+            return (codec.to_yaml({"type": t, "object": obj}) + "---\n").encode()
+        return (codec.dumps({"type": t, "object": obj}) + "\n").encode()
+
+    def _transform(self, obj: Obj) -> Obj:
+        form = self.accept.form
+        if form == "Table" and self.table is not None:
+            t = self.table(self.kind, [obj], self.first_table)
+            self.first_table = False
+            return t
+        if form.startswith("PartialObjectMetadata"):
+            return {"kind": "PartialObjectMetadata", "apiVersion": f"meta.k8s.io/{self.accept.version}",
+                    "metadata": obj.get("metadata", {})}
+        return obj
+
+
+def _bookmark(kind: Kind, revision: int, initial_end: bool = False) -> Obj:
+    m: Obj = {"resourceVersion": str(revision), "creationTimestamp": None}
+    if initial_end:
+        m["annotations"] = {INITIAL_EVENTS_END: "true"}
+    return {"kind": kind.kind, "apiVersion": kind.api_version, "metadata": m}
+
+
+def _bool(raw: str | None) -> bool | None:
+    if raw is None or raw == "":
+        return None
+    return raw.lower() in ("1", "true", "yes")
+
+
+_ = json  # json is used implicitly through codec; kept for clarity of the wire format

@@ -1,0 +1,117 @@
+"""The `dramock` command: serve (all in one), apiserver, kubeconfig."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from dramock import KUBERNETES_VERSION, __version__
+
+DEFAULT_PORT = 8080
+DEFAULT_BIND = "127.0.0.1"
+
+
+def kubeconfig_text(server: str) -> str:
+    """A kubeconfig for a dramock server: no credentials (dramock has no authentication)."""
+    return f"""apiVersion: v1
+kind: Config
+clusters:
+- name: dramock
+  cluster:
+    server: {server}
+contexts:
+- name: dramock
+  context:
+    cluster: dramock
+    user: dramock
+current-context: dramock
+users:
+- name: dramock
+  user: {{}}
+"""
+
+
+def _server_url(bind: str, port: int) -> str:
+    host = "127.0.0.1" if bind in ("0.0.0.0", "") else bind
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+def _add_server_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bind-address", default=DEFAULT_BIND,
+                   help="address to listen on (default 127.0.0.1, where a bare kubectl looks)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help="port to listen on (default 8080)")
+    p.add_argument("--data-dir", default=os.environ.get("DRAMOCK_DATA_DIR", "./dramock-data"),
+                   help="directory of the SQLite database and the written kubeconfig")
+    p.add_argument("--database-url", default="",
+                   help="SQLAlchemy URL of the database (default: SQLite file in --data-dir)")
+    p.add_argument("--feature-gates", default="",
+                   help="comma-separated Name=true|false pairs, as kube-apiserver takes them")
+    p.add_argument("--etcd-compaction-interval", type=float, default=300.0, metavar="SECONDS",
+                   help="how often old revisions are compacted (default 300s, as kube-apiserver)")
+    p.add_argument("--watch-bookmark-interval", type=float, default=10.0, metavar="SECONDS",
+                   help="how often watches that allow bookmarks get one")
+    p.add_argument("-v", "--v", type=int, default=0, dest="verbosity",
+                   help="log verbosity; 4 or more logs every request")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dramock", description="A Kubernetes 1.37 API server for Dynamic "
+                                     "Resource Allocation that kubectl and every client use unmodified.")
+    parser.add_argument("--version", action="version",
+                        version=f"dramock {__version__} (Kubernetes {KUBERNETES_VERSION})")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run everything in one process: the API server and the bundled "
+                           "components")
+    _add_server_flags(serve)
+    serve.add_argument("--nodes", type=int, default=2,
+                       help="number of simulated nodes (kubelet shims with the example driver; 0 = none)")
+    api = sub.add_parser("apiserver", help="run the API server alone")
+    _add_server_flags(api)
+    kc = sub.add_parser("kubeconfig", help="print a kubeconfig for a running dramock server")
+    kc.add_argument("--server", default="", help="server URL (default http://127.0.0.1:8080)")
+    kc.add_argument("--bind-address", default=DEFAULT_BIND)
+    kc.add_argument("--port", type=int, default=DEFAULT_PORT)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "kubeconfig":
+        sys.stdout.write(kubeconfig_text(args.server or _server_url(args.bind_address, args.port)))
+        return 0
+    return _run_server(args)
+
+
+def _run_server(args: argparse.Namespace) -> int:
+    from aiohttp import web
+
+    from dramock.apiserver.app import APIServer, ServerConfig
+    from dramock.schemas import featuregates
+
+    logging.basicConfig(level=logging.DEBUG if args.verbosity >= 4 else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    try:
+        gates = featuregates.parse(args.feature_gates)
+    except featuregates.FeatureGateError as e:
+        print(f"dramock: invalid argument for --feature-gates: {e}", file=sys.stderr)
+        return 2
+    config = ServerConfig(data_dir=args.data_dir, database_url=args.database_url, feature_gates=gates,
+                          compaction_interval=args.etcd_compaction_interval,
+                          bookmark_interval=args.watch_bookmark_interval)
+    server = APIServer(config)
+    url = _server_url(args.bind_address, args.port)
+    if args.command == "serve":
+        path = os.path.join(os.path.abspath(args.data_dir), "kubeconfig")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(kubeconfig_text(url))
+        print(f"dramock {__version__} serving Kubernetes {KUBERNETES_VERSION} at {url}", flush=True)
+        print(f"export KUBECONFIG={path}", flush=True)
+    web.run_app(server.app(), host=args.bind_address, port=args.port, print=None, access_log=None,
+                handle_signals=True)
+    return 0

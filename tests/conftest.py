@@ -1,0 +1,130 @@
+"""Shared fixtures: a real dramock server process on a free port with a real SQLite file."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+KUBECTL = "/usr/bin/kubectl"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Server:
+    url: str
+    port: int
+    data_dir: str
+    kubeconfig: str
+    proc: subprocess.Popen
+    args: list[str]
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True,
+                timeout: float = 60) -> subprocess.CompletedProcess:
+        res = subprocess.run([KUBECTL, "--kubeconfig", self.kubeconfig, *args], input=input,
+                             capture_output=True, text=True, timeout=timeout)
+        if check and res.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
+        return res
+
+    def request(self, method: str, path: str, body=None, content_type: str = "application/json",
+                headers: dict | None = None) -> tuple[int, dict, dict]:
+        data = None
+        if body is not None:
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method,
+                                     headers={"Content-Type": content_type, **(headers or {})})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                raw = resp.read()
+                return resp.status, dict(resp.headers), json.loads(raw) if raw else {}
+        except urllib.error.HTTPError as e:
+            raw = e.read()
+            return e.code, dict(e.headers), json.loads(raw) if raw else {}
+
+    def kill9(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+    def restart(self) -> None:
+        self.proc = _spawn(self.args, self.url)
+
+
+def _spawn(args: list[str], url: str) -> subprocess.Popen:
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"dramock exited with {proc.returncode}: {proc.stderr.read()}")
+        try:
+            with urllib.request.urlopen(url + "/readyz", timeout=1) as r:
+                if r.status == 200:
+                    return proc
+        except OSError:
+            pass
+        time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("dramock did not become ready in 30s")
+
+
+def start_server(tmp_dir: str, *extra: str, command: str = "apiserver") -> Server:
+    port = free_port()
+    data_dir = os.path.join(tmp_dir, "data")
+    args = [sys.executable, "-m", "dramock", command, "--port", str(port), "--data-dir", data_dir, *extra]
+    url = f"http://127.0.0.1:{port}"
+    proc = _spawn(args, url)
+    kubeconfig = os.path.join(tmp_dir, "kubeconfig")
+    with open(kubeconfig, "w") as f:
+        f.write(subprocess.run([sys.executable, "-m", "dramock", "kubeconfig", "--server", url],
+                               capture_output=True, text=True, check=True).stdout)
+    return Server(url, port, data_dir, kubeconfig, proc, args)
+
+
+def stop(server: Server) -> None:
+    if server.proc.poll() is None:
+        server.proc.terminate()
+        try:
+            server.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.proc.kill()
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory) -> Iterator[Server]:
+    """One server shared by tests that only add their own uniquely named objects."""
+    s = start_server(str(tmp_path_factory.mktemp("dramock")))
+    yield s
+    stop(s)
+
+
+@pytest.fixture
+def fresh_server(tmp_path) -> Iterator[Server]:
+    """A server of the test's own (for restarts, kills and revision arithmetic)."""
+    s = start_server(str(tmp_path))
+    yield s
+    stop(s)
+
+
+def wait_for(predicate, timeout: float = 20.0, interval: float = 0.05, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")

@@ -1,0 +1,392 @@
+"""REST semantics over real HTTP against a real server process: Status errors, lists, watches, durability."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from tests.conftest import wait_for
+
+CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
+CLASSES = "/apis/resource.k8s.io/v1/deviceclasses"
+
+
+def claim(name: str, labels: dict | None = None) -> dict:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "labels": labels or {}},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}
+
+
+def watch_lines(url: str, n: int, timeout: float = 20) -> list[dict]:
+    """Read `n` events from a watch URL (the server must send them before `timeout`)."""
+    out: list[dict] = []
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
+        for line in resp:
+            out.append(json.loads(line))
+            if len(out) >= n:
+                break
+    return out
+
+
+# ---------------------------------------------------------------- errors as Status
+
+def test_not_found_status(server):
+    code, _, body = server.request("GET", CLAIMS + "/nope")
+    assert code == 404
+    assert body == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                    "message": 'resourceclaims.resource.k8s.io "nope" not found', "reason": "NotFound",
+                    "details": {"name": "nope", "group": "resource.k8s.io", "kind": "resourceclaims"},
+                    "code": 404}
+
+
+def test_already_exists_and_conflict(server):
+    code, _, created = server.request("POST", CLAIMS, claim("dup"))
+    assert code == 201
+    code, _, body = server.request("POST", CLAIMS, claim("dup"))
+    assert (code, body["reason"]) == (409, "AlreadyExists")
+    assert body["message"] == 'resourceclaims.resource.k8s.io "dup" already exists'
+    stale = dict(created)
+    stale["metadata"] = dict(created["metadata"], resourceVersion="1", labels={"a": "b"})
+    code, _, body = server.request("PUT", CLAIMS + "/dup", stale)
+    assert (code, body["reason"]) == (409, "Conflict")
+    assert body["message"] == ('Operation cannot be fulfilled on resourceclaims.resource.k8s.io "dup": the object '
+                               'has been modified; please apply your changes to the latest version and try again')
+    assert body["details"] == {"name": "dup", "group": "resource.k8s.io", "kind": "resourceclaims"}
+
+
+def test_unknown_field_strict_warn_ignore(server):
+    obj = claim("strict")
+    obj["spec"]["devices"]["bogus"] = 1
+    code, _, body = server.request("POST", CLAIMS + "?fieldValidation=Strict", obj)
+    assert (code, body["reason"]) == (400, "BadRequest")
+    assert body["message"] == ('ResourceClaim in version "v1" cannot be handled as a ResourceClaim: '
+                               'strict decoding error: unknown field "spec.devices.bogus"')
+    code, headers, body = server.request("POST", CLAIMS + "?fieldValidation=Warn", obj)
+    assert code == 201 and "bogus" not in body["spec"]["devices"]
+    assert headers["Warning"] == '299 - "unknown field \\"spec.devices.bogus\\""'
+    obj["metadata"]["name"] = "ignore"
+    code, headers, _ = server.request("POST", CLAIMS + "?fieldValidation=Ignore", obj)
+    assert code == 201 and "Warning" not in headers
+
+
+def test_duplicate_field_strict(server):
+    raw = (b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d","name":"d2"},"data":{}}')
+    code, _, body = server.request("POST", "/api/v1/namespaces/default/configmaps?fieldValidation=Strict", raw)
+    assert code == 400
+    assert 'strict decoding error: duplicate field "metadata.name"' in body["message"]
+
+
+def test_malformed_body_and_too_large(server):
+    code, _, body = server.request("POST", CLAIMS, b"{not json")
+    assert (code, body["reason"]) == (400, "BadRequest")
+    big = claim("big")
+    big["metadata"]["annotations"] = {"x": "y" * (3 * 1024 * 1024 + 10)}
+    code, _, body = server.request("POST", CLAIMS, big)
+    assert (code, body["reason"]) == (413, "RequestEntityTooLarge")
+    code, _, _ = server.request("GET", CLAIMS + "/big")
+    assert code == 404  # nothing half-written
+
+
+def test_unserved_version_is_a_status_404(server):
+    for path in ("/apis/resource.k8s.io/v1alpha1/resourceclaims", "/apis/nothing.example.com/v1",
+                 "/api/v1/widgets"):
+        code, _, body = server.request("GET", path)
+        assert code == 404 and body["kind"] == "Status" and body["reason"] == "NotFound", path
+
+
+# ---------------------------------------------------------------- lists
+
+def test_pagination_over_500_objects(fresh_server):
+    ns = "/api/v1/namespaces/default/configmaps"
+    for i in range(520):
+        code, _, _ = fresh_server.request("POST", ns, {"metadata": {"name": f"cm-{i:04d}"}, "data": {"i": str(i)}})
+        assert code == 201
+    names, token, pages = [], "", 0
+    first_rv = None
+    while True:
+        code, _, body = fresh_server.request("GET", ns + "?limit=100" + (f"&continue={token}" if token else ""))
+        assert code == 200
+        pages += 1
+        first_rv = first_rv or body["metadata"]["resourceVersion"]
+        assert body["metadata"]["resourceVersion"] == first_rv  # every page is the same snapshot
+        names += [i["metadata"]["name"] for i in body["items"]]
+        if pages == 1:
+            assert body["metadata"]["remainingItemCount"] == 420
+            # a write between pages does not show up in the paged snapshot
+            fresh_server.request("POST", ns, {"metadata": {"name": "cm-0000a"}})
+        token = body["metadata"].get("continue", "")
+        if not token:
+            break
+    assert pages == 6
+    assert names == [f"cm-{i:04d}" for i in range(520)]
+
+
+def test_label_and_field_selectors(server):
+    for name, labels in (("sel-a", {"app": "x", "tier": "1"}), ("sel-b", {"app": "y"}), ("sel-c", {})):
+        server.request("POST", CLAIMS, claim(name, labels))
+
+    def names(q):
+        code, _, body = server.request("GET", CLAIMS + "?" + q)
+        assert code == 200, body
+        return sorted(i["metadata"]["name"] for i in body["items"] if i["metadata"]["name"].startswith("sel-"))
+
+    assert names("labelSelector=app%3Dx") == ["sel-a"]
+    assert names("labelSelector=app%20in%20(x,y)") == ["sel-a", "sel-b"]
+    assert names("labelSelector=app%20notin%20(x)") == ["sel-b", "sel-c"]
+    assert names("labelSelector=!app") == ["sel-c"]
+    assert names("labelSelector=app,tier!%3D2") == ["sel-a"]
+    assert names("fieldSelector=metadata.name%3Dsel-b") == ["sel-b"]
+    assert names("fieldSelector=metadata.name!%3Dsel-b") == ["sel-a", "sel-c"]
+    code, _, body = server.request("GET", CLAIMS + "?fieldSelector=spec.bogus%3D1")
+    assert (code, body["reason"]) == (400, "BadRequest")
+    assert "field label not supported: spec.bogus" in body["message"]
+
+
+def test_resourceslice_field_selectors(server):
+    for i, (node, driver) in enumerate((("n1", "a.example.com"), ("n2", "a.example.com"), ("n1", "b.example.com"))):
+        server.request("POST", "/apis/resource.k8s.io/v1/resourceslices", {
+            "metadata": {"name": f"fs-slice-{i}"},
+            "spec": {"driver": driver, "nodeName": node, "pool": {"name": f"pool{i}", "generation": 1,
+                                                                  "resourceSliceCount": 1}}})
+
+    def names(q):
+        code, _, body = server.request("GET", "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=" + q)
+        assert code == 200, body
+        return sorted(i["metadata"]["name"] for i in body["items"] if i["metadata"]["name"].startswith("fs-"))
+
+    assert names("spec.nodeName%3Dn1") == ["fs-slice-0", "fs-slice-2"]
+    assert names("spec.driver%3Da.example.com,spec.nodeName%3Dn2") == ["fs-slice-1"]
+    assert names("spec.pool.name%3Dpool2") == ["fs-slice-2"]
+
+
+# ---------------------------------------------------------------- watch
+
+def test_watch_from_revision_replays_exactly_later_writes(fresh_server):
+    s = fresh_server
+    path = "/api/v1/namespaces/default/configmaps"
+    code, _, first = s.request("POST", path, {"metadata": {"name": "w-0"}})
+    r = int(first["metadata"]["resourceVersion"])
+    expected = []
+    for i in range(1, 1001):
+        name = f"w-{i % 50}"
+        code, _, body = s.request("PUT" if i >= 50 else "POST", path + (f"/{name}" if i >= 50 else ""),
+                                  {"metadata": {"name": name}, "data": {"i": str(i)}})
+        assert code in (200, 201), body
+        expected.append((body["metadata"]["resourceVersion"], name))
+    events = watch_lines(f"{s.url}{path}?watch=1&resourceVersion={r}", 1000)
+    got = [(e["object"]["metadata"]["resourceVersion"], e["object"]["metadata"]["name"]) for e in events]
+    assert got == expected
+    assert [e["type"] for e in events[:49]] == ["ADDED"] * 49
+    assert all(e["type"] == "MODIFIED" for e in events[49:])
+
+
+def test_watch_selector_transitions_and_deleted(server):
+    name = "watch-sel"
+    server.request("POST", CLAIMS, claim(name, {"w": "no"}))
+    url = f"{server.url}{CLAIMS}?watch=1&labelSelector=w%3Dyes&resourceVersion="
+    _, _, cur = server.request("GET", CLAIMS + "/" + name)
+    url += cur["metadata"]["resourceVersion"]
+    result: list = []
+    t = threading.Thread(target=lambda: result.extend(watch_lines(url, 3)))
+    t.start()
+    time.sleep(0.3)  # the watch is resumable from its resourceVersion, so ordering does not depend on this
+    cur["metadata"]["labels"] = {"w": "yes"}
+    _, _, cur = server.request("PUT", CLAIMS + "/" + name, cur)
+    cur["metadata"]["labels"] = {"w": "no"}
+    _, _, cur = server.request("PUT", CLAIMS + "/" + name, cur)
+    cur["metadata"]["labels"] = {"w": "yes"}
+    server.request("PUT", CLAIMS + "/" + name, cur)
+    t.join(20)
+    assert [e["type"] for e in result] == ["ADDED", "DELETED", "ADDED"]
+
+
+def test_watch_list_ends_initial_events_with_bookmark(server):
+    server.request("POST", CLAIMS, claim("wl-1"))
+    url = (f"{server.url}{CLAIMS}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+           f"&allowWatchBookmarks=true&fieldSelector=metadata.name%3Dwl-1")
+    events = watch_lines(url, 2)
+    assert events[0]["type"] == "ADDED" and events[0]["object"]["metadata"]["name"] == "wl-1"
+    assert events[1]["type"] == "BOOKMARK"
+    assert events[1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    assert int(events[1]["object"]["metadata"]["resourceVersion"]) >= int(
+        events[0]["object"]["metadata"]["resourceVersion"])
+
+
+def test_periodic_bookmarks(tmp_path):
+    from tests.conftest import start_server, stop
+
+    s = start_server(str(tmp_path), "--watch-bookmark-interval", "0.2")
+    try:
+        _, _, lst = s.request("GET", "/api/v1/namespaces")
+        rv = lst["metadata"]["resourceVersion"]
+        events = watch_lines(f"{s.url}/api/v1/namespaces?watch=1&allowWatchBookmarks=true&resourceVersion={rv}", 1)
+        assert events[0]["type"] == "BOOKMARK"
+        assert events[0]["object"]["kind"] == "Namespace"
+        assert events[0]["object"]["metadata"]["resourceVersion"] == rv
+    finally:
+        stop(s)
+
+
+def test_watch_timeout_ends_stream(server):
+    start = time.monotonic()
+    with urllib.request.urlopen(f"{server.url}{CLASSES}?watch=1&timeoutSeconds=1&resourceVersion=1",
+                                timeout=20) as resp:
+        resp.read()
+    assert time.monotonic() - start < 15
+
+
+def test_gone_for_compacted_revisions(tmp_path):
+    from tests.conftest import start_server, stop
+
+    s = start_server(str(tmp_path), "--etcd-compaction-interval", "0.3")
+    try:
+        path = "/api/v1/namespaces/default/configmaps"
+        _, _, first = s.request("POST", path, {"metadata": {"name": "g0"}})
+        old_rv = first["metadata"]["resourceVersion"]
+        for i in range(1, 5):
+            s.request("POST", path, {"metadata": {"name": f"g{i}"}})
+        _, _, page = s.request("GET", path + "?limit=2")
+        token = page["metadata"]["continue"]
+
+        def compacted():
+            s.request("POST", path, {"metadata": {"name": f"tick-{time.monotonic_ns()}"}})
+            code, _, body = s.request("GET", f"{path}?resourceVersion={old_rv}&resourceVersionMatch=Exact")
+            return (code, body) if code == 410 else None
+
+        code, body = wait_for(compacted, what="compaction")
+        assert body["reason"] == "Expired"
+        assert body["message"].startswith("too old resource version: ")
+        code, _, body = s.request("GET", f"{path}?limit=2&continue={token}")
+        assert (code, body["reason"]) == (410, "Expired")
+        assert body["message"].startswith("The provided continue parameter is too old")
+        events = watch_lines(f"{s.url}{path}?watch=1&resourceVersion={old_rv}", 1)
+        assert events[0]["type"] == "ERROR"
+        assert events[0]["object"]["code"] == 410 and events[0]["object"]["reason"] == "Expired"
+    finally:
+        stop(s)
+
+
+# ---------------------------------------------------------------- durability
+
+def test_kill9_keeps_every_acknowledged_write(fresh_server):
+    s = fresh_server
+    path = "/api/v1/namespaces/default/configmaps"
+    acked: dict[str, str] = {}
+    stop = threading.Event()
+
+    def writer():
+        i = 0
+        while not stop.is_set():
+            try:
+                code, _, body = s.request("POST", path, {"metadata": {"name": f"k9-{i}"}})
+            except OSError:
+                return
+            if code == 201:
+                acked[body["metadata"]["name"]] = body["metadata"]["resourceVersion"]
+            i += 1
+
+    t = threading.Thread(target=writer)
+    t.start()
+    wait_for(lambda: len(acked) >= 200, what="200 acknowledged writes")
+    s.kill9()
+    stop.set()
+    t.join(10)
+    highest = max(int(v) for v in acked.values())
+    s.restart()
+    code, _, body = s.request("GET", path)
+    stored = {i["metadata"]["name"]: i["metadata"]["resourceVersion"] for i in body["items"]}
+    for name, rv in acked.items():
+        assert stored.get(name) == rv, name
+    code, _, created = s.request("POST", path, {"metadata": {"name": "after-restart"}})
+    assert code == 201 and int(created["metadata"]["resourceVersion"]) > highest
+
+
+# ---------------------------------------------------------------- metadata
+
+def test_generate_name_uid_generation_and_noop_update(server):
+    code, _, body = server.request("POST", CLASSES, {"metadata": {"generateName": "gen-"}, "spec": {}})
+    assert code == 201
+    m = body["metadata"]
+    assert m["name"].startswith("gen-") and len(m["name"]) == 9
+    assert m["uid"] and m["creationTimestamp"] and m["generation"] == 1
+    code, _, same = server.request("PUT", CLASSES + "/" + m["name"], body)
+    assert code == 200 and same["metadata"]["resourceVersion"] == m["resourceVersion"]
+    assert same["metadata"]["managedFields"] == m["managedFields"]
+    body["metadata"]["labels"] = {"x": "y"}
+    _, _, relabeled = server.request("PUT", CLASSES + "/" + m["name"], body)
+    assert relabeled["metadata"]["generation"] == 1  # metadata changes do not bump generation
+    assert int(relabeled["metadata"]["resourceVersion"]) > int(m["resourceVersion"])
+    relabeled["spec"] = {"selectors": [{"cel": {"expression": "true"}}]}
+    _, _, respec = server.request("PUT", CLASSES + "/" + m["name"], relabeled)
+    assert respec["metadata"]["generation"] == 2
+
+
+def test_status_subresource_split(server):
+    _, _, c = server.request("POST", CLAIMS, claim("split"))
+    status = {"allocation": {"devices": {"results": []}}}
+    c["status"] = status
+    _, _, main = server.request("PUT", CLAIMS + "/split", c)
+    assert "status" not in main  # the main resource ignores status
+    main["status"] = {"reservedFor": [{"resource": "pods", "name": "p", "uid": "u1"}]}
+    main["metadata"]["labels"] = {"ignored": "yes"}
+    code, _, st = server.request("PUT", CLAIMS + "/split/status", main)
+    assert code == 200, st
+    assert st["status"]["reservedFor"][0]["uid"] == "u1"
+    assert "ignored" not in (st["metadata"].get("labels") or {})  # /status ignores everything else
+
+
+def test_finalizers_hold_deletion(server):
+    obj = claim("fin")
+    obj["metadata"]["finalizers"] = ["example.com/hold"]
+    server.request("POST", CLAIMS, obj)
+    code, _, body = server.request("DELETE", CLAIMS + "/fin")
+    assert code == 202 and body["metadata"]["deletionTimestamp"]
+    code, _, body = server.request("GET", CLAIMS + "/fin")
+    assert code == 200
+    code, _, body = server.request("PATCH", CLAIMS + "/fin", {"metadata": {"finalizers": None}},
+                                   content_type="application/merge-patch+json")
+    assert code == 200
+    code, _, _ = server.request("GET", CLAIMS + "/fin")
+    assert code == 404
+
+
+def test_bound_pod_is_deleted_gracefully(server):
+    pods = "/api/v1/namespaces/default/pods"
+    server.request("POST", pods, {"metadata": {"name": "grace"},
+                                  "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+    code, _, _ = server.request("POST", pods + "/grace/binding",
+                                {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "grace"},
+                                 "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}})
+    assert code == 201
+    code, _, body = server.request("DELETE", pods + "/grace")
+    assert code == 202 and body["metadata"]["deletionGracePeriodSeconds"] == 30
+    assert server.request("GET", pods + "/grace")[0] == 200
+    code, _, _ = server.request("DELETE", pods + "/grace?gracePeriodSeconds=0")
+    assert code == 200
+    assert server.request("GET", pods + "/grace")[0] == 404
+
+
+def test_namespace_lifecycle(server):
+    code, _, body = server.request("POST", "/api/v1/namespaces/missing-ns/configmaps", {"metadata": {"name": "x"}})
+    assert (code, body["message"]) == (404, 'namespaces "missing-ns" not found')
+    code, _, body = server.request("DELETE", "/api/v1/namespaces/default")
+    assert (code, body["reason"]) == (403, "Forbidden")
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/livez", "/readyz"])
+def test_health(server, path):
+    with urllib.request.urlopen(server.url + path) as r:
+        assert r.status == 200 and r.read() == b"ok"
+
+
+def test_metrics(server):
+    server.request("GET", CLAIMS)
+    with urllib.request.urlopen(server.url + "/metrics") as r:
+        text = r.read().decode()
+    assert 'apiserver_request_total{code="200",component="apiserver",group="resource.k8s.io"' in text
+    assert "apiserver_request_duration_seconds_bucket" in text
+    assert 'apiserver_storage_objects{resource="namespaces"} 4.0' in text
