@@ -204,7 +204,7 @@ class APIServer:
     def _discovery(self, request: web.Request, core: bool) -> web.Response:
         if discovery.wants_aggregated(request.headers.get("Accept", "")):
             return web.Response(text=codec.dumps(discovery.aggregated(core)),
-                                headers={"Content-Type": discovery.AGGREGATED_CONTENT_TYPE,
+                                headers={"Content-Type": discovery.AGGREGATED_V2,
                                          "Vary": "Accept"})
         return _json(discovery.core_versions() if core else discovery.group_list(), vary=True)
 

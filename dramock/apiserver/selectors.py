@@ -170,8 +170,7 @@ def predicate(labels: list[Requirement], fields: list[FieldRequirement],
     return match
 
 
-def check_fields(fields: list[FieldRequirement], field_value: Callable[[Obj, str], str | None],
-                 kind: str, version: str) -> None:
+def check_fields(fields: list[FieldRequirement], field_value: Callable[[Obj, str], str | None]) -> None:
     """BadRequest for field selectors the kind does not support, with upstream's message."""
     probe: Obj = {"metadata": {}}
     for f in fields:

@@ -35,7 +35,7 @@ def _get(*path: str, default: str = "") -> Callable[[Obj], str]:
     return getter
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one instance per kind: identity is equality
 class Kind:
     group: str
     version: str
