@@ -187,7 +187,7 @@ class APIServer:
             if group not in registry.groups():
                 raise errors.path_not_found()
             if len(parts) == 2:
-                return _json(discovery.group(group))
+                return _json(discovery.group(group) or {})
             if parts[2] not in registry.versions_of(group):
                 raise errors.path_not_found()
             return await self._resource_request(request, group, parts[2], parts[3:])
@@ -203,33 +203,32 @@ class APIServer:
 
     def _discovery(self, request: web.Request, core: bool) -> web.Response:
         if discovery.wants_aggregated(request.headers.get("Accept", "")):
-            return web.Response(text=codec.dumps(discovery.aggregated(core)),
-                                headers={"Content-Type": discovery.AGGREGATED_V2,
-                                         "Vary": "Accept"})
+            body, etag = discovery.aggregated_bytes(core)
+            return web.Response(body=body, headers={"Content-Type": discovery.AGGREGATED_V2, "ETag": etag,
+                                                    "Vary": "Accept"})
         return _json(discovery.core_versions() if core else discovery.group_list(), vary=True)
 
     def _openapi(self, request: web.Request, parts: list[str]) -> web.Response:
         if parts[1:] == ["v2"]:
-            body, etag = openapi.v2()
-        elif parts[1:] == ["v3"]:
-            body, etag = openapi.v3_index()
-        elif len(parts) > 2 and parts[1] == "v3":
-            found = openapi.v3_document("/".join(parts[2:]))
-            if found is None:
-                raise errors.path_not_found()
-            body, etag = found
-        else:
-            raise errors.path_not_found()
-        if request.headers.get("If-None-Match") == etag:
-            return web.Response(status=304, headers={"ETag": etag})
-        return web.Response(body=body, headers={"Content-Type": "application/json", "ETag": etag})
+            status, headers, body = openapi.v2_response(request.headers.get("Accept", ""),
+                                                        request.headers.get("If-None-Match"))
+            return web.Response(status=status, headers=headers, body=body)
+        if parts[1:] == ["v3"]:
+            body, etag = openapi.v3_index_bytes()
+            if request.headers.get("If-None-Match") == etag:
+                return web.Response(status=304, headers={"ETag": etag})
+            return web.Response(body=body, headers={"Content-Type": "application/json", "ETag": etag})
+        if len(parts) > 2 and parts[1] == "v3":
+            status, headers, body = openapi.v3_response("/".join(parts[2:]), request.query.get("hash"))
+            return web.Response(status=status, headers=headers, body=body)
+        raise errors.path_not_found()
 
     # ---------------------------------------------------------------- resources
 
     async def _resource_request(self, request: web.Request, group: str, version: str,
                                 rest: list[str]) -> web.StreamResponse:
         if not rest:
-            return _json(discovery.resource_list(group, version))
+            return _json(discovery.resource_list(group, version) or {})
         watch_prefix = rest[0] == "watch"
         if watch_prefix:  # the deprecated /watch/ path form
             rest = rest[1:]
@@ -313,11 +312,17 @@ class APIServer:
 
     def _table_for_watch(self, call: Call) -> Any:
         def render(kind: Kind, objs: list[Obj], with_columns: bool) -> Obj:
-            t = printers.table(kind, objs, include_object=call.param("includeObject") or "Metadata")
-            if not with_columns:
-                t["columnDefinitions"] = None
-            return t
+            return printers.table(kind, objs, include_object=self._include_object(call),
+                                  no_headers=not with_columns)
         return render
+
+    @staticmethod
+    def _include_object(call: Call) -> str:
+        value = call.param("includeObject") or "Metadata"
+        if value not in ("None", "Metadata", "Object"):
+            raise errors.bad_request(f'includeObject: Unsupported value: "{value}": supported values: '
+                                     f'"Metadata", "None", "Object"')
+        return value
 
     def _respond(self, call: Call, accept: codec.Accept, result: Result) -> web.Response:
         body: Any = result.body
@@ -325,13 +330,9 @@ class APIServer:
         is_list = isinstance(body, dict) and "items" in body and body.get("kind", "").endswith("List")
         if accept.form == "Table" and body.get("kind") != "Status":
             items = body["items"] if is_list else [body]
-            table = printers.table(call.kind, items, include_object=call.param("includeObject") or "Metadata")
-            table["apiVersion"] = f"meta.k8s.io/{accept.version}"
-            if is_list:
-                table["metadata"] = body["metadata"]
-            else:
-                table["metadata"] = {"resourceVersion": meta(body).get("resourceVersion", "")}
-            body = table
+            list_meta = body["metadata"] if is_list else {"resourceVersion": meta(body).get("resourceVersion", "")}
+            body = printers.table(call.kind, items, include_object=self._include_object(call),
+                                  list_meta=list_meta, api_version=f"meta.k8s.io/{accept.version}")
         elif accept.form.startswith("PartialObjectMetadata") and body.get("kind") != "Status":
             av = f"meta.k8s.io/{accept.version}"
             if is_list:
