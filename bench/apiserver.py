@@ -1,0 +1,225 @@
+"""API server throughput and latency for ResourceClaims, beside a bare aiohttp baseline in the same run.
+
+    python bench/apiserver.py [--requests 2000] [--concurrency 16] [--watchers 50]
+
+Both servers run as separate processes on loopback. The baseline is an aiohttp handler that answers the
+same JSON bodies without any API machinery (no decoding, validation, storage or selectors), so the ratio
+is the cost of being a real API server. Watch fan-out: W watchers stream a collection; each write is timed
+until every watcher has received its event.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import aiohttp
+
+NS_PATH = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
+
+
+def claim(name: str) -> dict:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "labels": {"bench": "yes"}},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 1}}]}}}
+
+
+# ---------------------------------------------------------------- the bare baseline server
+
+BASELINE = r'''
+import asyncio, json, sys
+from aiohttp import web
+port = int(sys.argv[1])
+stored = {}
+queues = set()
+rv = [0]
+async def collection(request):
+    if request.method == "POST":
+        obj = json.loads(await request.read())
+        rv[0] += 1
+        obj["metadata"]["resourceVersion"] = str(rv[0])
+        stored[obj["metadata"]["name"]] = obj
+        line = (json.dumps({"type": "ADDED", "object": obj}) + "\n").encode()
+        for q in queues:
+            q.put_nowait(line)
+        return web.json_response(obj, status=201)
+    if request.query.get("watch"):
+        resp = web.StreamResponse()
+        await resp.prepare(request)
+        q = asyncio.Queue()
+        queues.add(q)
+        try:
+            while True:
+                await resp.write(await q.get())
+        finally:
+            queues.discard(q)
+    limit = int(request.query.get("limit", "0") or 0)
+    items = list(stored.values())[: limit or None]
+    return web.json_response({"kind": "ResourceClaimList", "apiVersion": "resource.k8s.io/v1",
+                              "metadata": {"resourceVersion": str(rv[0])}, "items": items})
+async def item(request):
+    obj = stored.get(request.match_info["name"])
+    if obj is None:
+        return web.json_response({"kind": "Status", "code": 404}, status=404)
+    return web.json_response(obj)
+async def ready(request):
+    return web.Response(text="ok")
+app = web.Application()
+app.router.add_route("*", "''' + NS_PATH + r'''", collection)
+app.router.add_get("''' + NS_PATH + r'''/{name}", item)
+app.router.add_get("/readyz", ready)
+web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
+'''
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def wait_ready(url: str) -> None:
+    async with aiohttp.ClientSession() as s:
+        for _ in range(300):
+            try:
+                async with s.get(url + "/readyz") as r:
+                    if r.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.05)
+    raise RuntimeError(f"{url} not ready")
+
+
+# ---------------------------------------------------------------- load
+
+def summarize(latencies: list[float], elapsed: float) -> dict:
+    latencies.sort()
+    n = len(latencies)
+    return {"ops": n / elapsed, "p50": latencies[n // 2] * 1000, "p99": latencies[min(n - 1, int(n * 0.99))] * 1000}
+
+
+async def run_requests(url: str, make, n: int, concurrency: int) -> dict:
+    """Issue `n` requests built by make(i) -> (method, path, body) with `concurrency` in flight."""
+    latencies: list[float] = []
+    counter = iter(range(n))
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as s:
+        async def worker():
+            for i in counter:
+                method, path, body = make(i)
+                t = time.perf_counter()
+                async with s.request(method, url + path, data=body,
+                                     headers={"Content-Type": "application/json"}) as r:
+                    await r.read()
+                    if r.status >= 300:
+                        raise RuntimeError(f"{method} {path}: {r.status} {await r.text()}")
+                latencies.append(time.perf_counter() - t)
+        start = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return summarize(latencies, time.perf_counter() - start)
+
+
+async def watch_fanout(url: str, watchers: int, writes: int, prefix: str) -> dict:
+    """Time from each write until all watchers have its event."""
+    received: dict[str, int] = {}
+    done: dict[str, asyncio.Event] = {}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=watchers + 4),
+                                     timeout=aiohttp.ClientTimeout(total=None)) as s:
+        async with s.get(url + NS_PATH) as r:
+            rv = (await r.json())["metadata"]["resourceVersion"]
+        started = asyncio.Semaphore(0)
+
+        async def watch():
+            async with s.get(url + NS_PATH, params={"watch": "1", "resourceVersion": rv}) as r:
+                started.release()
+                async for line in r.content:
+                    name = json.loads(line)["object"]["metadata"]["name"]
+                    if name in done:
+                        received[name] += 1
+                        if received[name] == watchers:
+                            done[name].set()
+
+        tasks = [asyncio.create_task(watch()) for _ in range(watchers)]
+        for _ in range(watchers):
+            await started.acquire()
+        latencies = []
+        start = time.perf_counter()
+        for i in range(writes):
+            name = f"{prefix}-{i}"
+            received[name] = 0
+            done[name] = asyncio.Event()
+            t = time.perf_counter()
+            async with s.post(url + NS_PATH, data=json.dumps(claim(name)),
+                              headers={"Content-Type": "application/json"}) as r:
+                await r.read()
+            await asyncio.wait_for(done[name].wait(), 30)
+            latencies.append(time.perf_counter() - t)
+        elapsed = time.perf_counter() - start
+        for t in tasks:
+            t.cancel()
+        res = summarize(latencies, elapsed)
+        res["ops"] = writes * watchers / elapsed  # events delivered per second
+        return res
+
+
+async def bench(url: str, args: argparse.Namespace, tag: str) -> dict[str, dict]:
+    n, c = args.requests, args.concurrency
+    out = {}
+    out["create"] = await run_requests(url, lambda i: ("POST", NS_PATH, json.dumps(claim(f"{tag}-{i}"))), n, c)
+    out["get"] = await run_requests(url, lambda i: ("GET", f"{NS_PATH}/{tag}-{i % n}", None), n, c)
+    out["list (limit=100)"] = await run_requests(url, lambda i: ("GET", NS_PATH + "?limit=100", None),
+                                                 max(n // 10, 10), c)
+    out[f"watch fan-out x{args.watchers}"] = await watch_fanout(url, args.watchers, args.writes, f"{tag}-w")
+    return out
+
+
+async def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--requests", type=int, default=2000)
+    p.add_argument("--concurrency", type=int, default=16)
+    p.add_argument("--watchers", type=int, default=50)
+    p.add_argument("--writes", type=int, default=200)
+    args = p.parse_args()
+    procs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            dport, bport = free_port(), free_port()
+            procs.append(subprocess.Popen([sys.executable, "-m", "dramock", "apiserver", "--port", str(dport),
+                                           "--data-dir", os.path.join(tmp, "data")],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            procs.append(subprocess.Popen([sys.executable, "-c", BASELINE, str(bport)],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            durl, burl = f"http://127.0.0.1:{dport}", f"http://127.0.0.1:{bport}"
+            await wait_ready(durl)
+            await wait_ready(burl)
+            bare = await bench(burl, args, "bare")
+            mock = await bench(durl, args, "dramock")
+        finally:
+            for proc in procs:
+                proc.terminate()
+                proc.wait()
+    print(f"ResourceClaims: {args.requests} requests per op, concurrency {args.concurrency}, "
+          f"{args.watchers} watchers x {args.writes} writes")
+    header = f"{'operation':<24}{'dramock ops/s':>14}{'p50 ms':>9}{'p99 ms':>9}   " \
+             f"{'bare ops/s':>11}{'p50 ms':>9}{'p99 ms':>9}   {'ratio':>6}"
+    print(header)
+    print("-" * len(header))
+    for op in mock:
+        m, b = mock[op], bare[op]
+        print(f"{op:<24}{m['ops']:>14.0f}{m['p50']:>9.2f}{m['p99']:>9.2f}   "
+              f"{b['ops']:>11.0f}{b['p50']:>9.2f}{b['p99']:>9.2f}   {m['ops'] / b['ops']:>6.2f}")
+    print("(ratio = dramock throughput / bare aiohttp throughput; watch fan-out counts events delivered)")
+    del statistics
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
