@@ -85,7 +85,9 @@ def _spawn(args: list[str], url: str) -> subprocess.Popen:
 def start_server(tmp_dir: str, *extra: str, command: str = "apiserver") -> Server:
     port = free_port()
     data_dir = os.path.join(tmp_dir, "data")
-    args = [sys.executable, "-m", "dramock", command, "--port", str(port), "--data-dir", data_dir, *extra]
+    # DRAMOCK_SERVER_CMD runs the suite against another launcher (an installed binary, a wrapper).
+    launcher = os.environ.get("DRAMOCK_SERVER_CMD", f"{sys.executable} -m dramock").split()
+    args = [*launcher, command, "--port", str(port), "--data-dir", data_dir, *extra]
     url = f"http://127.0.0.1:{port}"
     proc = _spawn(args, url)
     kubeconfig = os.path.join(tmp_dir, "kubeconfig")

@@ -138,7 +138,8 @@ def test_label_and_field_selectors(server):
     assert names("labelSelector=app%20in%20(x,y)") == ["sel-a", "sel-b"]
     assert names("labelSelector=app%20notin%20(x)") == ["sel-b", "sel-c"]
     assert names("labelSelector=!app") == ["sel-c"]
-    assert names("labelSelector=app,tier!%3D2") == ["sel-a"]
+    assert names("labelSelector=app,tier!%3D1") == ["sel-b"]  # != also matches a missing label
+    assert names("labelSelector=app,tier") == ["sel-a"]
     assert names("fieldSelector=metadata.name%3Dsel-b") == ["sel-b"]
     assert names("fieldSelector=metadata.name!%3Dsel-b") == ["sel-a", "sel-c"]
     code, _, body = server.request("GET", CLAIMS + "?fieldSelector=spec.bogus%3D1")

@@ -166,6 +166,11 @@ class Strategy:
     def validate_status_update(self, new: Obj, old: Obj) -> list[Cause]:
         return validate_object_meta_update(new, old)
 
+    # -- deletion --
+    def deletion_blocked(self, obj: Obj) -> bool:
+        """Whether a delete must wait (deletionTimestamp set) instead of removing the object now."""
+        return bool((obj.get("metadata") or {}).get("finalizers"))
+
 
 def _copy_field(dst: Obj, src: Obj, key: str) -> None:
     if key in src:
@@ -214,6 +219,10 @@ class NamespaceStrategy(Strategy):
         super().prepare_for_update(new, old)
         # spec.finalizers change only through /finalize.
         _copy_field(new, old, "spec")
+
+    def deletion_blocked(self, obj: Obj) -> bool:
+        # spec.finalizers ("kubernetes") hold the namespace until its contents are gone.
+        return super().deletion_blocked(obj) or bool((obj.get("spec") or {}).get("finalizers"))
 
     def prepare_for_finalize(self, new: Obj, old: Obj) -> None:
         spec = new.get("spec")

@@ -385,6 +385,8 @@ class APIServer:
                 verb = None
             if sub == "finalize" and verb not in ("update",):
                 verb = None
+        if verb is not None and not sub and verb not in kind.verbs:
+            verb = None
         if verb is None:
             raise errors.APIError(405, "MethodNotAllowed", f"the server does not allow this method on the "
                                   f"requested resource", {})

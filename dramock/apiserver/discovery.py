@@ -58,11 +58,6 @@ _SUBRESOURCES: dict[str, tuple[tuple[str, ...], tuple[str, str, str] | None]] = 
 }
 
 # Resources whose REST storage does not implement every standard verb.
-_VERB_OVERRIDES: dict[tuple[str, str], tuple[str, ...]] = {
-    # The namespace registry has no DeleteCollection.
-    ("", "namespaces"): ("create", "delete", "get", "list", "patch", "update", "watch"),
-}
-
 # Where a resource is stored when it is not stored as itself (storageVersionHash is of the storage GVK).
 _STORAGE_GVK: dict[tuple[str, str], tuple[str, str, str]] = {
     ("events.k8s.io", "events"): ("", "v1", "Event"),
@@ -104,7 +99,7 @@ def storage_version_hash(kind: Kind) -> str:
 
 
 def verbs_of(kind: Kind) -> list[str]:
-    return sorted(_VERB_OVERRIDES.get((kind.group, kind.plural), registry.STANDARD_VERBS))
+    return sorted(kind.verbs)
 
 
 def _subresource_kind(kind: Kind, sub: str) -> tuple[str, str, str]:

@@ -335,7 +335,8 @@ class Rest:
                                             now=now_rfc3339())
         if call.dry_run:
             return Result(convert.from_storage(obj, kind))
-        if om.get("deletionTimestamp") and not m.get("finalizers") and not self._graceful_pending(kind, obj):
+        if om.get("deletionTimestamp") and not strategy.deletion_blocked(obj) \
+                and not self._graceful_pending(kind, obj):
             # The last finalizer is gone from an object being deleted: it goes now.
             stored = self.store.delete(kind.storage_bucket, key)
             return Result(convert.from_storage(stored, kind))
@@ -429,7 +430,7 @@ class Rest:
                                   f"{om.get('resourceVersion')}")
         self.admission.admit_delete(call, old)
         grace = self._grace_period(kind, old, options)
-        pending = bool(om.get("finalizers")) or grace > 0
+        pending = strategies.for_kind(kind).deletion_blocked(old) or grace > 0
         if pending:
             obj = clone(old)
             m = obj["metadata"]

@@ -52,6 +52,7 @@ class Kind:
     return_deleted_object: bool = False
     # Whether metadata.generation is maintained (set to 1 on create, bumped on spec changes).
     tracks_generation: bool = False
+    verbs: tuple[str, ...] = STANDARD_VERBS
 
     @property
     def singular(self) -> str:
@@ -130,7 +131,9 @@ KINDS: tuple[Kind, ...] = (
     Kind("", "v1", "Namespace", "namespaces", False, short_names=("ns",),
          subresources=("status", "finalize"),
          selectable_fields={"status.phase": _get("status", "phase")},
-         return_deleted_object=True),
+         return_deleted_object=True,
+         # The namespace registry has no DeleteCollection.
+         verbs=tuple(v for v in STANDARD_VERBS if v != "deletecollection")),
     Kind("", "v1", "Node", "nodes", False, short_names=("no",), subresources=("status",),
          selectable_fields={"spec.unschedulable": _get("spec", "unschedulable", default="false")}),
     Kind("", "v1", "Pod", "pods", True, short_names=("po",), categories=("all",),
