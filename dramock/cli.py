@@ -112,6 +112,33 @@ def _run_server(args: argparse.Namespace) -> int:
             f.write(kubeconfig_text(url))
         print(f"dramock {__version__} serving Kubernetes {KUBERNETES_VERSION} at {url}", flush=True)
         print(f"export KUBECONFIG={path}", flush=True)
-    web.run_app(server.app(), host=args.bind_address, port=args.port, print=None, access_log=None,
+    app = server.app()
+    if args.command == "serve":
+        app.cleanup_ctx.append(_components(url))
+    web.run_app(app, host=args.bind_address, port=args.port, print=None, access_log=None,
                 handle_signals=True)
     return 0
+
+
+def _components(url: str):
+    """The bundled components of `serve`: API clients of the server over HTTP, as the real ones are."""
+    import asyncio
+    import contextlib
+
+    from dramock.client.rest import Client
+    from dramock.controllers.namespace import NamespaceController
+
+    async def ctx(_app):
+        stop = asyncio.Event()
+        client = Client(url, f"dramock-controller-manager/{__version__}")
+        tasks = [asyncio.create_task(NamespaceController(client).run(stop))]
+        yield
+        stop.set()
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+        await client.close()
+
+    return ctx

@@ -391,3 +391,22 @@ def test_metrics(server):
     assert 'apiserver_request_total{code="200",component="apiserver",group="resource.k8s.io"' in text
     assert "apiserver_request_duration_seconds_bucket" in text
     assert 'apiserver_storage_objects{resource="namespaces"} 4.0' in text
+
+
+def test_serve_deletes_namespaces_with_their_contents(tmp_path):
+    from tests.conftest import start_server, stop
+
+    s = start_server(str(tmp_path), "--nodes", "0", command="serve")
+    try:
+        s.kubectl("create", "namespace", "doomed")
+        s.kubectl("-n", "doomed", "create", "configmap", "c", "--from-literal=a=b")
+        s.request("POST", "/apis/resource.k8s.io/v1/namespaces/doomed/resourceclaims", claim("in-doomed"))
+        s.kubectl("delete", "namespace", "doomed", "--wait=false")
+        code, _, body = s.request("POST", "/api/v1/namespaces/doomed/configmaps", {"metadata": {"name": "late"}})
+        assert code in (403, 404)
+        if code == 403:
+            assert body["details"]["causes"][0]["reason"] == "NamespaceTerminating"
+        s.kubectl("wait", "--for=delete", "namespace/doomed", "--timeout=30s")
+        assert s.request("GET", "/apis/resource.k8s.io/v1/namespaces/doomed/resourceclaims/in-doomed")[0] == 404
+    finally:
+        stop(s)

@@ -205,7 +205,6 @@ class NamespaceStrategy(Strategy):
     name_check = staticmethod(_dns_label_errors)
 
     def default(self, obj: Obj) -> None:
-        defaults.namespace(obj)
         # The NamespaceLifecycle controller's label, added by the defaulter upstream.
         labels = obj.setdefault("metadata", {}).setdefault("labels", {})
         if obj["metadata"].get("name"):
@@ -214,6 +213,10 @@ class NamespaceStrategy(Strategy):
     def prepare_for_create(self, obj: Obj) -> None:
         super().prepare_for_create(obj)
         obj["status"] = {"phase": "Active"}
+        # Every new namespace carries the finalizer the namespace controller removes on deletion.
+        spec = obj.setdefault("spec", {})
+        if "kubernetes" not in (spec.get("finalizers") or []):
+            spec["finalizers"] = [*(spec.get("finalizers") or []), "kubernetes"]
 
     def prepare_for_update(self, new: Obj, old: Obj) -> None:
         super().prepare_for_update(new, old)

@@ -38,12 +38,6 @@ def secret(obj: Obj) -> None:
     obj.setdefault("type", "Opaque")
 
 
-def namespace(obj: Obj) -> None:
-    spec = obj.setdefault("spec", {})
-    if not spec.get("finalizers"):
-        spec["finalizers"] = ["kubernetes"]
-
-
 def _container(c: Obj, init: bool = False) -> None:
     c.setdefault("terminationMessagePath", "/dev/termination-log")
     c.setdefault("terminationMessagePolicy", "File")
@@ -98,7 +92,3 @@ def node(obj: Obj) -> None:
         cap = status.get("capacity")
         if isinstance(cap, dict) and "allocatable" not in status:
             status["allocatable"] = dict(cap)
-
-
-def lease(obj: Obj) -> None:
-    pass

@@ -1,0 +1,81 @@
+"""Namespace controller: a namespace being deleted has its contents deleted, then disappears.
+
+Like upstream's, it acts only through the API: DeleteCollection of every namespaced kind in the namespace,
+wait until nothing is left, then remove the `kubernetes` finalizer through /finalize.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from dramock.client.rest import APIStatusError, Client, list_and_watch, resource_path
+from dramock.schemas import registry
+
+log = logging.getLogger("dramock.controllers.namespace")
+
+Obj = dict[str, Any]
+FINALIZER = "kubernetes"
+
+
+class NamespaceController:
+    def __init__(self, client: Client):
+        self.client = client
+        self.queue: asyncio.Queue[str] = asyncio.Queue()
+        self.pending: set[str] = set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        workers = [asyncio.create_task(self._worker(stop))]
+        try:
+            await list_and_watch(self.client, "/api/v1/namespaces", self._on_event, stop)
+        finally:
+            for w in workers:
+                w.cancel()
+
+    async def _on_event(self, _type: str, ns: Obj) -> None:
+        name = ns["metadata"]["name"]
+        if ns["metadata"].get("deletionTimestamp") and FINALIZER in (ns.get("spec") or {}).get("finalizers", []):
+            if name not in self.pending:
+                self.pending.add(name)
+                self.queue.put_nowait(name)
+
+    async def _worker(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            name = await self.queue.get()
+            try:
+                done = await self._sync(name)
+            except Exception as e:  # a controller keeps going; it retries the namespace
+                log.warning("namespace %s: %s", name, e)
+                done = False
+            if done:
+                self.pending.discard(name)
+            else:
+                asyncio.get_running_loop().call_later(1.0, self.queue.put_nowait, name)
+
+    async def _sync(self, name: str) -> bool:
+        """Delete what is left in the namespace; finalize it once empty. True when finished."""
+        try:
+            ns = await self.client.request("GET", resource_path("", "v1", "namespaces", name=name))
+        except APIStatusError as e:
+            if e.code == 404:
+                return True
+            raise
+        if FINALIZER not in (ns.get("spec") or {}).get("finalizers", []):
+            return True
+        remaining = 0
+        for kind in registry.KINDS:
+            if not kind.namespaced or "deletecollection" not in kind.verbs or \
+                    (kind.group == "events.k8s.io"):  # stored with core events
+                continue
+            path = resource_path(kind.group, kind.version, kind.plural, namespace=name)
+            await self.client.request("DELETE", path)
+            left = await self.client.request("GET", path)
+            remaining += len(left.get("items", []))
+        if remaining:
+            return False
+        ns["spec"]["finalizers"] = [f for f in ns["spec"]["finalizers"] if f != FINALIZER]
+        await self.client.request("PUT", resource_path("", "v1", "namespaces", name=name, subresource="finalize"),
+                                  ns)
+        log.info("namespace %s finalized", name)
+        return True
