@@ -50,6 +50,9 @@ def _add_server_flags(p: argparse.ArgumentParser) -> None:
                    help="SQLAlchemy URL of the database (default: SQLite file in --data-dir)")
     p.add_argument("--feature-gates", default="",
                    help="comma-separated Name=true|false pairs, as kube-apiserver takes them")
+    p.add_argument("--runtime-config", default="",
+                   help="group/version=true|false pairs enabling optional API versions, e.g. "
+                        "resource.k8s.io/v1beta1=true (1.37 serves only resource.k8s.io/v1 by default)")
     p.add_argument("--etcd-compaction-interval", type=float, default=300.0, metavar="SECONDS",
                    help="how often old revisions are compacted (default 300s, as kube-apiserver)")
     p.add_argument("--watch-bookmark-interval", type=float, default=10.0, metavar="SECONDS",
@@ -90,7 +93,7 @@ def _run_server(args: argparse.Namespace) -> int:
     from aiohttp import web
 
     from dramock.apiserver.app import APIServer, ServerConfig
-    from dramock.schemas import featuregates
+    from dramock.schemas import featuregates, registry
 
     logging.basicConfig(level=logging.DEBUG if args.verbosity >= 4 else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -99,6 +102,11 @@ def _run_server(args: argparse.Namespace) -> int:
         gates = featuregates.parse(args.feature_gates)
     except featuregates.FeatureGateError as e:
         print(f"dramock: invalid argument for --feature-gates: {e}", file=sys.stderr)
+        return 2
+    try:
+        registry.configure(registry.parse_runtime_config(args.runtime_config))
+    except registry.RuntimeConfigError as e:
+        print(f"dramock: invalid argument for --runtime-config: {e}", file=sys.stderr)
         return 2
     config = ServerConfig(data_dir=args.data_dir, database_url=args.database_url, feature_gates=gates,
                           compaction_interval=args.etcd_compaction_interval,

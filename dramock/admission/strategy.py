@@ -79,6 +79,21 @@ def _qualified_name_errors(key: str, field: str) -> list[Cause]:
     return errs
 
 
+def _pruned(value: Any) -> Any:
+    """`value` without null, {} and [] members (Go's decoding makes them indistinguishable from absent)."""
+    if isinstance(value, dict):
+        out = {k: _pruned(v) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v not in (None, {}, [])}
+    if isinstance(value, list):
+        return [_pruned(v) for v in value]
+    return value
+
+
+def semantic_equal(a: Any, b: Any) -> bool:
+    """Upstream's apiequality.Semantic.DeepEqual on wire-shaped values: empty and absent are equal."""
+    return a == b or _pruned(a) == _pruned(b)
+
+
 def validate_object_meta(obj: Obj, namespaced: bool, name_check: Callable[[str, str], list[Cause]]
                          ) -> list[Cause]:
     meta = obj.get("metadata") or {}
@@ -146,8 +161,9 @@ class Strategy:
             _copy_field(new, old, "status")
         if self.kind.tracks_generation:
             old_gen = old.get("metadata", {}).get("generation", 0)
-            changed = {k: v for k, v in new.items() if k not in ("metadata", "status", "apiVersion", "kind")} \
-                != {k: v for k, v in old.items() if k not in ("metadata", "status", "apiVersion", "kind")}
+            changed = not semantic_equal(
+                {k: v for k, v in new.items() if k not in ("metadata", "status", "apiVersion", "kind")},
+                {k: v for k, v in old.items() if k not in ("metadata", "status", "apiVersion", "kind")})
             new["metadata"]["generation"] = old_gen + 1 if changed else old_gen
 
     def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
@@ -185,7 +201,7 @@ class ResourceClaimStrategy(Strategy):
 
     def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
         errs = super().validate_update(new, old)
-        if new.get("spec") != old.get("spec"):
+        if not semantic_equal(new.get("spec"), old.get("spec")):
             errs.append(invalid_value("spec", new.get("spec"), "field is immutable"))
         return errs
 
@@ -196,7 +212,7 @@ class ResourceClaimTemplateStrategy(Strategy):
 
     def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
         errs = super().validate_update(new, old)
-        if new.get("spec") != old.get("spec"):
+        if not semantic_equal(new.get("spec"), old.get("spec")):
             errs.append(invalid_value("spec", new.get("spec"), "field is immutable"))
         return errs
 

@@ -757,6 +757,10 @@ def _accepts_json(accept: str | None) -> bool:
     return False
 
 
+# gnostic openapi_v2.Document with only field 1 (swagger) = "2.0".
+_EMPTY_V2_PROTOBUF = b"\x0a\x032.0"
+
+
 def v2_response(accept: str | None, if_none_match: str | None = None) -> tuple[int, dict[str, str], bytes]:
     """Status, headers and body for GET /openapi/v2.
 
@@ -766,6 +770,12 @@ def v2_response(accept: str | None, if_none_match: str | None = None) -> tuple[i
     """
     body, etag = v2_bytes()
     if not _accepts_json(accept):
+        if "protobuf" in (accept or ""):
+            # client-go's OpenAPISchema() parses only gnostic protobuf. dramock answers a valid document
+            # that declares swagger 2.0 and no definitions: kubectl then skips client-side schema checks
+            # (as for any kind missing from v2) and reaches its own "no matches for kind" errors; every
+            # other use goes through /openapi/v3.
+            return 200, {"Content-Type": "application/octet-stream"}, _EMPTY_V2_PROTOBUF
         return 406, {"Content-Type": "text/plain; charset=utf-8"}, b"406 Not Acceptable\n"
     headers = {"Content-Type": V2_CONTENT_TYPE, "ETag": etag, "Vary": "Accept"}
     if if_none_match and if_none_match.strip() == etag:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dramock.schemas.registry import Kind
+from dramock.schemas import versions
+from dramock.schemas.registry import RESOURCE, Kind
 
 Obj = dict[str, Any]
 
@@ -33,6 +34,8 @@ def _rename(obj: Obj, pairs: tuple[tuple[str, str], ...]) -> Obj:
 
 
 def to_storage(obj: Obj, kind: Kind) -> Obj:
+    if kind.group == RESOURCE and kind.version != versions.STORAGE_VERSION:
+        return versions.to_v1(obj, kind.version)
     if kind.group == "events.k8s.io":
         out = _rename(obj, _EVENT_RENAMES)
         out["apiVersion"], out["kind"] = "v1", "Event"
@@ -42,6 +45,8 @@ def to_storage(obj: Obj, kind: Kind) -> Obj:
 
 def from_storage(obj: Obj, kind: Kind) -> Obj:
     """The stored object as `kind`'s version sees it. Returns the same dict when nothing changes."""
+    if kind.group == RESOURCE and kind.version != versions.STORAGE_VERSION:
+        return versions.from_v1(obj, kind.version)
     if kind.group == "events.k8s.io":
         out = _rename(obj, tuple((b, a) for a, b in _EVENT_RENAMES))
         out["apiVersion"], out["kind"] = kind.api_version, kind.kind
@@ -50,4 +55,4 @@ def from_storage(obj: Obj, kind: Kind) -> Obj:
 
 
 def needs_conversion(kind: Kind) -> bool:
-    return kind.group == "events.k8s.io"
+    return kind.group == "events.k8s.io" or (kind.group == RESOURCE and kind.version != versions.STORAGE_VERSION)

@@ -6,6 +6,7 @@ validation module; the HTTP layer reads everything it needs from these entries.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -161,6 +162,51 @@ KINDS: tuple[Kind, ...] = (
          selectable_fields=_EVENT_FIELDS),
     Kind("coordination.k8s.io", "v1", "Lease", "leases", True),
 )
+
+# Versions served only when --runtime-config enables them (upstream 1.37 serves resource.k8s.io/v1 alone by
+# default), in the order discovery lists them after the preferred v1, and the kinds each one has.
+OPTIONAL_VERSIONS: dict[tuple[str, str], tuple[str, ...]] = {
+    (RESOURCE, "v1beta2"): ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate",
+                            "DeviceTaintRule"),
+    (RESOURCE, "v1beta1"): ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"),
+    (RESOURCE, "v1alpha3"): ("DeviceTaintRule",),
+}
+
+STORED_KINDS = KINDS
+
+
+class RuntimeConfigError(ValueError):
+    pass
+
+
+def parse_runtime_config(spec: str) -> dict[tuple[str, str], bool]:
+    """`resource.k8s.io/v1beta1=true,...` -> {(group, version): enabled}, as kube-apiserver parses it."""
+    out: dict[tuple[str, str], bool] = {}
+    for part in filter(None, (p.strip() for p in (spec or "").split(","))):
+        gv, _, value = part.partition("=")
+        value = value or "true"
+        if value.lower() not in ("true", "false"):
+            raise RuntimeConfigError(f"invalid value of {gv}: {value}, err: strconv.ParseBool")
+        group, _, version = gv.rpartition("/")
+        if (group, version) not in OPTIONAL_VERSIONS and (group, version) not in {(k.group, k.version)
+                                                                                  for k in STORED_KINDS}:
+            raise RuntimeConfigError(f"unknown api groups {gv}")
+        out[(group, version)] = value.lower() == "true"
+    return out
+
+
+def configure(runtime_config: dict[tuple[str, str], bool]) -> None:
+    """Serve the optional versions the runtime config turns on (once, at server start)."""
+    global KINDS, GROUP_VERSIONS, _BY_GVR
+    kinds = list(STORED_KINDS)
+    for gv, names in OPTIONAL_VERSIONS.items():
+        if runtime_config.get(gv):
+            kinds += [dataclasses.replace(k, version=gv[1]) for k in STORED_KINDS
+                      if k.group == gv[0] and k.kind in names]
+    KINDS = tuple(kinds)
+    GROUP_VERSIONS = tuple(dict.fromkeys((k.group, k.version) for k in KINDS))
+    _BY_GVR = {(k.group, k.version, k.plural): k for k in KINDS}
+
 
 # (group, version) pairs in the order discovery lists them; the core group is "".
 GROUP_VERSIONS: tuple[tuple[str, str], ...] = tuple(dict.fromkeys((k.group, k.version) for k in KINDS))
