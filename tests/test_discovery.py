@@ -329,7 +329,7 @@ def test_v2_document():
 
 @pytest.mark.parametrize("accept,status", [
     ("application/json", 200), ("application/json, */*", 200), (None, 200),
-    ("application/com.github.proto-openapi.spec.v2@v1.0+protobuf", 406),
+    ("application/com.github.proto-openapi.spec.v2@v1.0+protobuf", 200), ("text/html", 406),
 ])
 def test_v2_response_negotiation(accept, status):
     assert openapi.v2_response(accept)[0] == status
