@@ -240,7 +240,7 @@ class Rest:
         if manager_op == "Update":
             obj = fieldmanager.track_update(None, obj, manager=call.field_manager, api_version=kind.api_version,
                                             definition=kind.definition, subresource=call.subresource,
-                                            now=now_rfc3339())
+                                            now=now_rfc3339(), reset_fields=_reset_fields(call))
         if call.dry_run:
             return Result(convert.from_storage(obj, kind), 201)
         try:
@@ -332,7 +332,7 @@ class Rest:
         if apply_manager is None:
             obj = fieldmanager.track_update(old, obj, manager=call.field_manager, api_version=kind.api_version,
                                             definition=kind.definition, subresource=call.subresource,
-                                            now=now_rfc3339())
+                                            now=now_rfc3339(), reset_fields=_reset_fields(call))
         if call.dry_run:
             return Result(convert.from_storage(obj, kind))
         if om.get("deletionTimestamp") and not strategy.deletion_blocked(obj) \
@@ -395,7 +395,8 @@ class Rest:
         live = clone(convert.from_storage(old, kind)) if old is not None else None
         merged = fieldmanager.apply(live, config, manager=call.field_manager, force=force,
                                     api_version=kind.api_version, definition=kind.definition,
-                                    subresource=call.subresource, now=now_rfc3339())
+                                    subresource=call.subresource, now=now_rfc3339(),
+                                    reset_fields=_reset_fields(call), name=call.name)
         if old is None:
             if meta(merged).get("name") != call.name:
                 raise errors.bad_request(f"the name of the object ({meta(merged).get('name')}) does not match "
@@ -525,6 +526,13 @@ class Rest:
 
 
 # ---------------------------------------------------------------- helpers
+
+def _reset_fields(call: Call) -> list[str]:
+    """Fields the strategy resets for this endpoint (upstream's GetResetFields): not the writer's to own."""
+    if "status" not in call.kind.subresources:
+        return []
+    return ["spec"] if call.subresource == "status" else ["status"]
+
 
 def _same_object(new: Obj, old: Obj) -> bool:
     """Equal apart from managedFields (whose timestamps only a real change may bump)."""
