@@ -123,8 +123,9 @@ def _run_server(args: argparse.Namespace) -> int:
     app = server.app()
     if args.command == "serve":
         app.cleanup_ctx.append(_components(url))
+    # handler_cancellation: a watch ends as soon as its client goes away, as upstream's do.
     web.run_app(app, host=args.bind_address, port=args.port, print=None, access_log=None,
-                handle_signals=True)
+                handle_signals=True, handler_cancellation=True, shutdown_timeout=5)
     return 0
 
 

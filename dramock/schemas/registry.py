@@ -109,6 +109,16 @@ _EVENT_FIELDS = {
     "type": _get("type"),
 }
 
+# events.k8s.io/v1 selects on its own names (regarding.*, reportingController), converted to the stored
+# core shape as upstream's AddFieldLabelConversionsForEvent does; the core names are not accepted there.
+_EVENTS_V1_FIELDS = {
+    **{f"regarding.{f}": _EVENT_FIELDS[f"involvedObject.{f}"]
+       for f in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")},
+    "reason": _EVENT_FIELDS["reason"],
+    "reportingController": _EVENT_FIELDS["reportingComponent"],
+    "type": _EVENT_FIELDS["type"],
+}
+
 RESOURCE = "resource.k8s.io"
 
 KINDS: tuple[Kind, ...] = (
@@ -126,8 +136,9 @@ KINDS: tuple[Kind, ...] = (
          return_deleted_object=True),
     Kind(RESOURCE, "v1", "ResourceClaimTemplate", "resourceclaimtemplates", True,
          return_deleted_object=True),
+    # Unlike the other resource.k8s.io kinds, upstream's v1 DeviceTaintRule REST answers DELETE with a Status.
     Kind(RESOURCE, "v1", "DeviceTaintRule", "devicetaintrules", False, subresources=("status",),
-         return_deleted_object=True, tracks_generation=True),
+         tracks_generation=True),
     # core v1
     Kind("", "v1", "Namespace", "namespaces", False, short_names=("ns",),
          subresources=("status", "finalize"),
@@ -157,9 +168,9 @@ KINDS: tuple[Kind, ...] = (
     Kind("", "v1", "Secret", "secrets", True, selectable_fields={"type": _get("type")}),
     Kind("", "v1", "ServiceAccount", "serviceaccounts", True, short_names=("sa",),
          return_deleted_object=True),
-    # Stored once in the core shape (see schemas/convert.py), so it selects on the core field names.
+    # Stored once in the core shape (see schemas/convert.py).
     Kind("events.k8s.io", "v1", "Event", "events", True, short_names=("ev",),
-         selectable_fields=_EVENT_FIELDS),
+         selectable_fields=_EVENTS_V1_FIELDS),
     Kind("coordination.k8s.io", "v1", "Lease", "leases", True),
 )
 

@@ -6,6 +6,8 @@ values of the wrong JSON type are decode errors (400), exactly where client-go's
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime
 from typing import Any
 
 from dramock.schemas import defs
@@ -72,29 +74,61 @@ def _type_ok(value: Any, schema: defs.Schema) -> tuple[bool, str]:
     return False, next(iter(types))
 
 
-def _walk(value: Any, schema: defs.Schema, path: str, report: DecodeReport) -> None:
+_TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.Time"
+_MICRO_TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime"
+_RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.(\d+))?([Zz]|[+-]\d{2}:\d{2})$")
+
+
+def _timestamp(value: Any, micro: bool, report: DecodeReport) -> Any:
+    """Re-render a timestamp the way Go's metav1.Time / MicroTime marshal it (UTC, Z, fixed precision)."""
+    if not isinstance(value, str) or value == "":
+        return None if value == "" else value
+    m = _RFC3339.match(value)
+    layout = '"2006-01-02T15:04:05.000000Z07:00"' if micro else '"2006-01-02T15:04:05Z07:00"'
+    if m is None or (micro and len(m.group(8) or "") != 6):
+        report.type_errors.append(f'parsing time "{value}" as {layout}: cannot parse "{value}" as {layout}')
+        return value
+    frac = m.group(8) or ""
+    try:
+        ts = datetime.fromisoformat(f"{value[:19]}{('.' + frac[:6]) if frac else ''}"
+                                    f"{'+00:00' if m.group(9) in 'Zz' else m.group(9)}")
+    except ValueError:
+        report.type_errors.append(f'parsing time "{value}": day out of range')
+        return value
+    ts = ts.astimezone(UTC)
+    if micro:
+        return ts.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ts.microsecond:06d}Z"
+    return ts.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _walk(value: Any, schema: defs.Schema, path: str, report: DecodeReport) -> Any:
+    """Check `value`; returns it, normalized where Go's decoding would normalize it (timestamps)."""
+    ref = defs.ref_name(schema)
+    if ref in (_TIME, _MICRO_TIME):
+        return _timestamp(value, ref == _MICRO_TIME, report)
     schema = defs.resolve(schema)
     ok, want = _type_ok(value, schema)
     if not ok:
         report.type_errors.append(
             f"json: cannot unmarshal {_json_type(value)} into Go struct field {path or '.'} "
             f"of type {_GO_TYPE.get(want, want)}")
-        return
+        return value
     if value is None:
-        return
+        return value
     if isinstance(value, dict):
         props = schema.get("properties")
         if props is not None:
             for key in list(value):
                 if key in props:
-                    _walk(value[key], props[key], f"{path}.{key}" if path else key, report)
+                    value[key] = _walk(value[key], props[key], f"{path}.{key}" if path else key, report)
                 elif not schema.get("x-kubernetes-preserve-unknown-fields"):
                     report.unknown.append(f"{path}.{key}" if path else key)
                     del value[key]
         elif isinstance(schema.get("additionalProperties"), dict):
             add = schema["additionalProperties"]
-            for key, v in value.items():
-                _walk(v, add, f"{path}[{key}]", report)
+            for key in list(value):
+                value[key] = _walk(value[key], add, f"{path}[{key}]", report)
     elif isinstance(value, list) and "items" in schema:
         for i, v in enumerate(value):
-            _walk(v, schema["items"], f"{path}[{i}]", report)
+            value[i] = _walk(v, schema["items"], f"{path}[{i}]", report)
+    return value
