@@ -332,7 +332,9 @@ def test_status_subresource_split(server):
     c["status"] = status
     _, _, main = server.request("PUT", CLAIMS + "/split", c)
     assert "status" not in main  # the main resource ignores status
-    main["status"] = {"reservedFor": [{"resource": "pods", "name": "p", "uid": "u1"}]}
+    main["status"] = {"allocation": {"devices": {"results": [
+        {"request": "gpu", "driver": "gpu.example.com", "pool": "p", "device": "d0"}]}},
+        "reservedFor": [{"resource": "pods", "name": "p", "uid": "u1"}]}
     main["metadata"]["labels"] = {"ignored": "yes"}
     code, _, st = server.request("PUT", CLAIMS + "/split/status", main)
     assert code == 200, st

@@ -7,135 +7,36 @@ never special-cases a kind itself.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 from dramock.schemas import defaults
+from dramock.schemas import validation as semantic
+from dramock.schemas.featuregates import FeatureGates
 from dramock.schemas.registry import Kind
+from dramock.schemas.validation.field import (  # noqa: F401  (re-exported for the apiserver)
+    Cause,
+    cause,
+    dns_label_errors,
+    dns_subdomain_errors,
+    forbidden,
+    invalid_value,
+    required,
+    semantic_equal,
+    validate_object_meta,
+    validate_object_meta_update,
+)
 
 Obj = dict[str, Any]
-Cause = dict[str, str]
-
-DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-
-
-def cause(reason: str, field: str, message: str) -> Cause:
-    return {"reason": reason, "message": message, "field": field}
-
-
-def invalid_value(field: str, value: Any, detail: str) -> Cause:
-    import json
-
-    rendered = json.dumps(value) if not isinstance(value, str) else f'"{value}"'
-    return cause("FieldValueInvalid", field, f"Invalid value: {rendered}: {detail}")
-
-
-def required(field: str, detail: str = "") -> Cause:
-    return cause("FieldValueRequired", field, "Required value" + (f": {detail}" if detail else ""))
-
-
-def forbidden(field: str, detail: str) -> Cause:
-    return cause("FieldValueForbidden", field, f"Forbidden: {detail}")
-
-
-def _dns_subdomain_errors(value: str, field: str) -> list[Cause]:
-    if len(value) > 253:
-        return [invalid_value(field, value, "must be no more than 253 characters")]
-    if not DNS1123_SUBDOMAIN.match(value):
-        return [invalid_value(field, value, "a lowercase RFC 1123 subdomain must consist of lower case "
-                              "alphanumeric characters, '-' or '.', and must start and end with an "
-                              "alphanumeric character (e.g. 'example.com', regex used for validation is "
-                              "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")]
-    return []
-
-
-def _dns_label_errors(value: str, field: str) -> list[Cause]:
-    if len(value) > 63:
-        return [invalid_value(field, value, "must be no more than 63 characters")]
-    if not DNS1123_LABEL.match(value):
-        return [invalid_value(field, value, "a lowercase RFC 1123 label must consist of lower case "
-                              "alphanumeric characters or '-', and must start and end with an "
-                              "alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
-                              "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")]
-    return []
-
-
-def _qualified_name_errors(key: str, field: str) -> list[Cause]:
-    prefix, _, name = key.rpartition("/")
-    errs: list[Cause] = []
-    if prefix and _dns_subdomain_errors(prefix, field):
-        errs.append(invalid_value(field, key, "prefix part a lowercase RFC 1123 subdomain must consist of "
-                                  "lower case alphanumeric characters, '-' or '.', and must start and end "
-                                  "with an alphanumeric character"))
-    if not name or len(name) > 63 or not _LABEL_NAME.match(name):
-        errs.append(invalid_value(field, key, "name part must consist of alphanumeric characters, '-', '_' "
-                                  "or '.', and must start and end with an alphanumeric character (e.g. "
-                                  "'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
-                                  "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"))
-    return errs
-
-
-def _pruned(value: Any) -> Any:
-    """`value` without null, {} and [] members (Go's decoding makes them indistinguishable from absent)."""
-    if isinstance(value, dict):
-        out = {k: _pruned(v) for k, v in value.items()}
-        return {k: v for k, v in out.items() if v not in (None, {}, [])}
-    if isinstance(value, list):
-        return [_pruned(v) for v in value]
-    return value
-
-
-def semantic_equal(a: Any, b: Any) -> bool:
-    """Upstream's apiequality.Semantic.DeepEqual on wire-shaped values: empty and absent are equal."""
-    return a == b or _pruned(a) == _pruned(b)
-
-
-def validate_object_meta(obj: Obj, namespaced: bool, name_check: Callable[[str, str], list[Cause]]
-                         ) -> list[Cause]:
-    meta = obj.get("metadata") or {}
-    errs: list[Cause] = []
-    name = meta.get("name") or ""
-    if not name:
-        errs.append(required("metadata.name", "name or generateName is required"))
-    else:
-        errs.extend(name_check(name, "metadata.name"))
-    if namespaced and not meta.get("namespace"):
-        errs.append(required("metadata.namespace"))
-    if not namespaced and meta.get("namespace"):
-        errs.append(forbidden("metadata.namespace", "not allowed on this type"))
-    for key, value in (meta.get("labels") or {}).items():
-        errs.extend(_qualified_name_errors(key, "metadata.labels"))
-        if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
-            errs.append(invalid_value("metadata.labels", value, "a valid label must be an empty string or "
-                                      "consist of alphanumeric characters, '-', '_' or '.', and must start "
-                                      "and end with an alphanumeric character (e.g. 'MyValue',  or "
-                                      "'my_value',  or '12345', regex used for validation is "
-                                      "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"))
-    for key in (meta.get("annotations") or {}):
-        errs.extend(_qualified_name_errors(key.lower(), "metadata.annotations"))
-    return errs
-
-
-def validate_object_meta_update(new: Obj, old: Obj) -> list[Cause]:
-    errs: list[Cause] = []
-    nm, om = new.get("metadata") or {}, old.get("metadata") or {}
-    for f in ("name", "namespace", "uid", "creationTimestamp"):
-        if nm.get(f) != om.get(f):
-            errs.append(invalid_value(f"metadata.{f}", nm.get(f), "field is immutable"))
-    return errs
-
 
 class Strategy:
     """Defaults shared by every kind; subclasses override the hooks upstream overrides."""
 
-    name_check: Callable[[str, str], list[Cause]] = staticmethod(_dns_subdomain_errors)
+    name_check: Callable[[str, str], list[Cause]] = staticmethod(dns_subdomain_errors)
 
-    def __init__(self, kind: Kind):
+    def __init__(self, kind: Kind, gates: FeatureGates):
         self.kind = kind
+        self.gates = gates
 
     @property
     def has_status(self) -> bool:
@@ -195,30 +96,67 @@ def _copy_field(dst: Obj, src: Obj, key: str) -> None:
         dst.pop(key, None)
 
 
+class DeviceClassStrategy(Strategy):
+    def validate(self, obj: Obj) -> list[Cause]:
+        return super().validate(obj) + semantic.validate_device_class(obj, gates=self.gates)
+
+    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return super().validate_update(new, old) + semantic.validate_device_class_update(new, old, gates=self.gates)
+
+
+class ResourceSliceStrategy(Strategy):
+    def validate(self, obj: Obj) -> list[Cause]:
+        return super().validate(obj) + semantic.validate_resource_slice(obj, gates=self.gates)
+
+    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return super().validate_update(new, old) + semantic.validate_resource_slice_update(new, old,
+                                                                                           gates=self.gates)
+
+
 class ResourceClaimStrategy(Strategy):
     def default(self, obj: Obj) -> None:
         defaults.resource_claim(obj)
 
+    def validate(self, obj: Obj) -> list[Cause]:
+        return super().validate(obj) + semantic.validate_resource_claim(obj, gates=self.gates)
+
     def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
-        errs = super().validate_update(new, old)
-        if not semantic_equal(new.get("spec"), old.get("spec")):
-            errs.append(invalid_value("spec", new.get("spec"), "field is immutable"))
-        return errs
+        # The spec is immutable, so only the update rules apply (as upstream, no re-validation of it).
+        return validate_object_meta_update(new, old) + semantic.validate_resource_claim_update(
+            new, old, gates=self.gates)
+
+    def validate_status_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return super().validate_status_update(new, old) + semantic.validate_resource_claim_status_update(
+            new, old, gates=self.gates)
 
 
 class ResourceClaimTemplateStrategy(Strategy):
     def default(self, obj: Obj) -> None:
         defaults.resource_claim_template(obj)
 
+    def validate(self, obj: Obj) -> list[Cause]:
+        return super().validate(obj) + semantic.validate_resource_claim_template(obj, gates=self.gates)
+
     def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
-        errs = super().validate_update(new, old)
-        if not semantic_equal(new.get("spec"), old.get("spec")):
-            errs.append(invalid_value("spec", new.get("spec"), "field is immutable"))
-        return errs
+        return validate_object_meta_update(new, old) + semantic.validate_resource_claim_template_update(
+            new, old, gates=self.gates)
+
+
+class DeviceTaintRuleStrategy(Strategy):
+    def validate(self, obj: Obj) -> list[Cause]:
+        return super().validate(obj) + semantic.validate_device_taint_rule(obj, gates=self.gates)
+
+    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return super().validate_update(new, old) + semantic.validate_device_taint_rule_update(
+            new, old, gates=self.gates)
+
+    def validate_status_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return super().validate_status_update(new, old) + semantic.validate_device_taint_rule_status_update(
+            new, old, gates=self.gates)
 
 
 class NamespaceStrategy(Strategy):
-    name_check = staticmethod(_dns_label_errors)
+    name_check = staticmethod(dns_label_errors)
 
     def default(self, obj: Obj) -> None:
         # The NamespaceLifecycle controller's label, added by the defaulter upstream.
@@ -284,6 +222,12 @@ class PodStrategy(Strategy):
     def default(self, obj: Obj) -> None:
         defaults.pod(obj)
 
+    def validate(self, obj: Obj) -> list[Cause]:
+        return super().validate(obj) + semantic.validate_pod_spec_resource_claims(obj)
+
+    def validate_status_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return super().validate_status_update(new, old) + semantic.validate_pod_status_resource_claims(new)
+
     def prepare_for_create(self, obj: Obj) -> None:
         super().prepare_for_create(obj)
         obj["status"] = {"phase": "Pending", "qosClass": pod_qos_class(obj)}
@@ -309,6 +253,9 @@ class SecretStrategy(Strategy):
 
 
 _STRATEGIES: dict[str, type[Strategy]] = {
+    "deviceclasses": DeviceClassStrategy,
+    "resourceslices": ResourceSliceStrategy,
+    "devicetaintrules": DeviceTaintRuleStrategy,
     "resourceclaims": ResourceClaimStrategy,
     "resourceclaimtemplates": ResourceClaimTemplateStrategy,
     "namespaces": NamespaceStrategy,
@@ -318,10 +265,18 @@ _STRATEGIES: dict[str, type[Strategy]] = {
 }
 
 _cache: dict[Kind, Strategy] = {}
+_gates = FeatureGates()
+
+
+def configure(gates: FeatureGates) -> None:
+    """The feature gates every strategy sees (once, at server start)."""
+    global _gates
+    _gates = gates
+    _cache.clear()
 
 
 def for_kind(kind: Kind) -> Strategy:
     s = _cache.get(kind)
     if s is None:
-        s = _cache[kind] = _STRATEGIES.get(kind.plural, Strategy)(kind)
+        s = _cache[kind] = _STRATEGIES.get(kind.plural, Strategy)(kind, _gates)
     return s

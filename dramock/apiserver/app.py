@@ -9,14 +9,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
 
 from dramock import errors
+from dramock.admission import strategy as strategies
 from dramock.admission.chain import SYSTEM_NAMESPACES, Admission
 from dramock.apiserver import codec, discovery, openapi
 from dramock.apiserver.rest import Call, Rest, Result, meta, stamp_resource_version
 from dramock.apiserver.watch import WatchHandler
 from dramock.schemas import convert, printers, registry
+from dramock.schemas.featuregates import FeatureGates
 from dramock.schemas.registry import Kind
 from dramock.storage.revlog import RevisionLog, sqlite_url
 
@@ -80,6 +89,7 @@ class Route:
 class APIServer:
     def __init__(self, config: ServerConfig):
         self.config = config
+        strategies.configure(FeatureGates(config.feature_gates))
         self.store = RevisionLog(config.url, stamp_resource_version)
         self.admission = Admission(self.store)
         self.rest = Rest(self.store, self.admission)
@@ -388,8 +398,8 @@ class APIServer:
         if verb is not None and not sub and verb not in kind.verbs:
             verb = None
         if verb is None:
-            raise errors.APIError(405, "MethodNotAllowed", f"the server does not allow this method on the "
-                                  f"requested resource", {})
+            raise errors.APIError(405, "MethodNotAllowed", "the server does not allow this method on the "
+                                  "requested resource", {})
         return Route(verb, kind, namespace, name, sub)
 
 

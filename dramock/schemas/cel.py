@@ -36,24 +36,43 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping
 from fractions import Fraction
 from operator import itemgetter
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 try:  # RE2 semantics (linear time, as Go's regexp) when google-re2 is installed.
     import re2 as _re2
 
     _RE2_OPTIONS = _re2.Options()
     _RE2_OPTIONS.log_errors = False
-except Exception:  # pragma: no cover - depends on the machine
+    _REGEX_ERRORS: tuple = (re.error, _re2.error)
+except (ImportError, AttributeError):  # pragma: no cover - depends on the machine
     _re2 = None
     _RE2_OPTIONS = None
+    _REGEX_ERRORS = (re.error,)
 
 __all__ = [
-    "MAX_EXPRESSION_LENGTH", "CEL_SELECTOR_EXPRESSION_MAX_COST", "DEFAULT_TIME_BUDGET",
-    "CELError", "CELCompileError", "CELRuntimeError", "CELCostExceeded",
-    "CompiledExpression", "compile", "evaluate_cached", "device_env", "DeviceEnv", "clear_caches",
-    "Quantity", "parse_quantity", "Semver", "UInt", "CelType", "CelOptional", "estimate_cost",
+    "CEL_SELECTOR_EXPRESSION_MAX_COST",
+    "DEFAULT_TIME_BUDGET",
+    "MAX_EXPRESSION_LENGTH",
+    "CELCompileError",
+    "CELCostExceeded",
+    "CELError",
+    "CELRuntimeError",
+    "CelOptional",
+    "CelType",
+    "CompiledExpression",
+    "DeviceEnv",
+    "Quantity",
+    "Semver",
+    "UInt",
+    "clear_caches",
+    "compile",
+    "device_env",
+    "estimate_cost",
+    "evaluate_cached",
+    "parse_quantity",
 ]
 
 # Upstream resource.k8s.io/v1 constants.
@@ -233,7 +252,7 @@ class Quantity:
     false, `quantity("1k").isInteger()` is true).
     """
 
-    __slots__ = ("dec", "i64", "format")
+    __slots__ = ("dec", "format", "i64")
 
     def __init__(self, dec: decimal.Decimal, i64: tuple[int, int] | None = None, fmt: str = DECIMAL_SI):
         self.dec = dec
@@ -252,7 +271,7 @@ class Quantity:
     def parse(cls, s: str) -> Quantity:
         """resource.ParseQuantity; raises ValueError with upstream's messages."""
         if not isinstance(s, str):
-            raise ValueError(_QTY_ERR_FORMAT)
+            raise TypeError("a quantity must be a string")
         if not s:
             raise ValueError(_QTY_ERR_FORMAT)
         if s == "0":
@@ -377,10 +396,9 @@ class Quantity:
             if m == 0:
                 return Quantity._from_i64(0, 0, self.format)
             c = v * m
-            if _fits64(c):
-                if scale == 0 or (scale > 0 and _scale_up64(c, scale) is not None) or (
-                        scale < 0 and -scale <= 18 and c % 10 ** -scale == 0):
-                    return Quantity._from_i64(c, scale, self.format)
+            if _fits64(c) and (scale == 0 or (scale > 0 and _scale_up64(c, scale) is not None) or (
+                    scale < 0 and -scale <= 18 and c % 10 ** -scale == 0)):
+                return Quantity._from_i64(c, scale, self.format)
         return Quantity(_DCTX.multiply(self.dec, decimal.Decimal(m)), None, self.format)
 
     def div(self, d: int, places: int = 4) -> Quantity:
@@ -471,11 +489,8 @@ def format_quantity(q: Quantity) -> str:
     if d == 0:
         return "0"
     fmt = q.format
-    if fmt == BINARY_SI:
-        if -1024 < d < 1024:
-            fmt = DECIMAL_SI
-        elif d != d.to_integral_value(rounding=decimal.ROUND_UP, context=_DCTX):
-            fmt = DECIMAL_SI
+    if fmt == BINARY_SI and (-1024 < d < 1024 or d != d.to_integral_value(context=_DCTX)):
+        fmt = DECIMAL_SI
     if fmt == BINARY_SI:
         v = int(d)
         exp = 0
@@ -528,7 +543,7 @@ def _parse_uint64(s: str) -> int:
 class Semver:
     """A semantic version (semver.org 2.0.0, parsed as github.com/blang/semver/v4 does)."""
 
-    __slots__ = ("major", "minor", "patch", "pre", "build")
+    __slots__ = ("build", "major", "minor", "patch", "pre")
 
     def __init__(self, major: int, minor: int, patch: int, pre: tuple = (), build: tuple = ()):
         self.major, self.minor, self.patch, self.pre, self.build = major, minor, patch, pre, build
@@ -623,8 +638,7 @@ class Semver:
 def _normalize_semver(s: str) -> str:
     """The Kubernetes CEL semver library's normalization: drop a "v" prefix, strip leading zeros,
     fill a missing minor/patch with 0."""
-    if s.startswith("v"):
-        s = s[1:]
+    s = s.removeprefix("v")
     parts = s.split(".", 2)
     for i, p in enumerate(parts):
         if len(p) > 1:
@@ -663,7 +677,7 @@ _ESCAPE_RE = re.compile(r"\\(?:([abfnrtv\\'\"`?])|([0-3][0-7][0-7])|[xX]([0-9a-f
 
 
 class _Tok:
-    __slots__ = ("kind", "text", "pos", "value")
+    __slots__ = ("kind", "pos", "text", "value")
 
     def __init__(self, kind: str, text: str, pos: int, value: Any = None):
         self.kind, self.text, self.pos, self.value = kind, text, pos, value
@@ -774,7 +788,7 @@ class _Node:
 
 
 class Lit(_Node):
-    __slots__ = ("value", "big")
+    __slots__ = ("big", "value")
 
     def __init__(self, value: Any, pos: int, big: bool = False):
         self.value, self.pos, self.big = value, pos, big
@@ -788,21 +802,21 @@ class Ident(_Node):
 
 
 class Select(_Node):
-    __slots__ = ("operand", "field", "test", "opt")
+    __slots__ = ("field", "operand", "opt", "test")
 
     def __init__(self, operand: _Node, field: str, pos: int, test: bool = False, opt: bool = False):
         self.operand, self.field, self.pos, self.test, self.opt = operand, field, pos, test, opt
 
 
 class Index(_Node):
-    __slots__ = ("operand", "index", "opt")
+    __slots__ = ("index", "operand", "opt")
 
     def __init__(self, operand: _Node, index: _Node, pos: int, opt: bool = False):
         self.operand, self.index, self.pos, self.opt = operand, index, pos, opt
 
 
 class Call(_Node):
-    __slots__ = ("fn", "args", "target")
+    __slots__ = ("args", "fn", "target")
 
     def __init__(self, fn: str, args: list, pos: int, target: _Node | None = None):
         self.fn, self.args, self.pos, self.target = fn, args, pos, target
@@ -823,7 +837,7 @@ class MapLit(_Node):
 
 
 class StructLit(_Node):
-    __slots__ = ("name", "fields")
+    __slots__ = ("fields", "name")
 
     def __init__(self, name: str, fields: list, pos: int):
         self.name, self.fields, self.pos = name, fields, pos
@@ -833,7 +847,7 @@ class Loop(_Node):
     """An expanded comprehension macro. kind: all, exists, exists_one, map, filter, transformList,
     transformMap, transformMapEntry; v2 is the second variable of the two-variable forms."""
 
-    __slots__ = ("kind", "v1", "v2", "rng", "pred", "body", "iter_cost")
+    __slots__ = ("body", "iter_cost", "kind", "pred", "rng", "v1", "v2")
 
     def __init__(self, kind: str, v1: str, v2: str | None, rng: _Node, pred: _Node | None,
                  body: _Node | None, pos: int):
@@ -844,7 +858,7 @@ class Loop(_Node):
 class Let(_Node):
     """cel.bind(var, init, body)."""
 
-    __slots__ = ("var", "init", "body")
+    __slots__ = ("body", "init", "var")
 
     def __init__(self, var: str, init: _Node, body: _Node, pos: int):
         self.var, self.init, self.body, self.pos = var, init, body, pos
@@ -853,7 +867,7 @@ class Let(_Node):
 class OptMap(_Node):
     """opt.optMap(var, body) / opt.optFlatMap(var, body)."""
 
-    __slots__ = ("flat", "target", "var", "body")
+    __slots__ = ("body", "flat", "target", "var")
 
     def __init__(self, flat: bool, target: _Node, var: str, body: _Node, pos: int):
         self.flat, self.target, self.var, self.body, self.pos = flat, target, var, body, pos
@@ -1196,7 +1210,7 @@ class _T:
     """A static CEL type. kind: bool int uint double string bytes null_type dyn error list map type
     optional_type obj (name) param (name)."""
 
-    __slots__ = ("kind", "params", "name")
+    __slots__ = ("kind", "name", "params")
 
     def __init__(self, kind: str, params: tuple = (), name: str = ""):
         self.kind, self.params, self.name = kind, params, name
@@ -1407,7 +1421,7 @@ _FEATURE_FUNCS = {"includes": "list_type_attributes"}
 
 
 class _Options:
-    __slots__ = ("list_type_attributes", "consumable_capacity")
+    __slots__ = ("consumable_capacity", "list_type_attributes")
 
     def __init__(self, list_type_attributes: bool, consumable_capacity: bool):
         self.list_type_attributes = list_type_attributes
@@ -1620,12 +1634,9 @@ class _Checker:
 
     def c_Call(self, n: Call) -> _T:
         fn = n.fn
-        if n.target is not None and fn not in _FUNCS or (n.target is not None and _namespace(n, self)):
-            qual = _qualified_name(n.target) if n.target is not None else None
-            if qual is not None and f"{qual}.{fn}" in _FUNCS and self.lookup(qual.split(".")[0]) is None \
-                    and qual.split(".")[0] != "device":
-                n.fn = fn = f"{qual}.{fn}"
-                n.target = None
+        if n.target is not None and _namespace(n, self):
+            n.fn = fn = f"{_qualified_name(n.target)}.{fn}"
+            n.target = None
         if fn == "_&&_" or fn == "_||_":
             ts = [self.check(a) for a in n.args]
             if any(t.kind not in ("bool", "dyn", "error") for t in ts):
@@ -1694,3 +1705,2012 @@ def _namespace(n: Call, checker: _Checker) -> bool:
         return False
     root = qual.split(".")[0]
     return checker.lookup(root) is None and root != "device" and f"{qual}.{n.fn}" in _FUNCS
+
+
+# ============================================================================ runtime values & operations
+
+# Activation layout: [cost, next checkpoint, cost limit, deadline, device, variables...]
+_A_COST, _A_CHECK, _A_LIMIT, _A_DEADLINE, _A_DEVICE = 0, 1, 2, 3, 4
+_FIRST_VAR_SLOT = 5
+_CHECK_EVERY = 5000  # cost units between two wall-clock checks
+
+
+class _DomainMap(dict):
+    """device.attributes / device.capacity: looking up an unknown domain yields an empty map (upstream),
+    while `in`, size and iteration only see the real domains."""
+
+    __slots__ = ()
+
+    def __missing__(self, key: Any) -> dict:
+        if type(key) is str:
+            return _EMPTY_MAP
+        raise KeyError(key)
+
+
+_EMPTY_MAP: dict = {}  # shared, never mutated
+
+
+class DeviceEnv(dict):
+    """The evaluation input for one device: {"driver", "attributes", "capacity", "allowMultipleAllocations"}
+    with attributes/capacity grouped by domain (see device_env)."""
+
+    __slots__ = ()
+
+
+_TNAMES: dict[type, str] = {
+    bool: "bool", int: "int", UInt: "uint", float: "double", str: "string", bytes: "bytes",
+    type(None): "null_type", list: "list", dict: "map", _DomainMap: "map", DeviceEnv: "kubernetes.DRADevice",
+    Quantity: "kubernetes.Quantity", Semver: "kubernetes.Semver", CelType: "type", CelOptional: "optional_type"}
+_GO_TNAMES: dict[type, str] = {
+    bool: "types.Bool", int: "types.Int", UInt: "types.Uint", float: "types.Double", str: "types.String",
+    bytes: "types.Bytes", type(None): "types.Null", Quantity: "cel.Quantity", Semver: "cel.Semver",
+    CelType: "types.Type", CelOptional: "*types.Optional"}
+_NUM_TYPES = frozenset({int, UInt, float})
+_ORDERED = frozenset({int, UInt, float, str, bytes, bool})
+
+
+def _tname(v: Any) -> str:
+    return _TNAMES.get(type(v)) or ("map" if isinstance(v, dict) else type(v).__name__)
+
+
+def _no_overload(fn: str, *args: Any) -> CELRuntimeError:
+    return CELRuntimeError(f"no such overload: {fn}({', '.join(_tname(a) for a in args)})")
+
+
+def _no_such_key(key: Any) -> CELRuntimeError:
+    return CELRuntimeError(f"no such key: {key}")
+
+
+def _checkpoint(s: list) -> None:
+    cost = s[_A_COST]
+    if cost > s[_A_LIMIT]:
+        raise CELCostExceeded("operation cancelled: actual cost limit exceeded", cost)
+    deadline = s[_A_DEADLINE]
+    if deadline is not None and time.perf_counter() > deadline:
+        raise CELCostExceeded("operation interrupted: evaluation time budget exceeded", cost)
+    s[_A_CHECK] = min(cost + _CHECK_EVERY, s[_A_LIMIT])
+
+
+def _charge(s: list, cost: int) -> None:
+    s[_A_COST] += cost
+    if s[_A_COST] > s[_A_CHECK]:
+        _checkpoint(s)
+
+
+def _eq(a: Any, b: Any) -> bool:
+    """CEL runtime equality (heterogeneous: numbers compare by value, other mixed types are unequal)."""
+    ta = type(a)
+    tb = type(b)
+    if ta is tb:
+        if ta is list:
+            return len(a) == len(b) and all(_eq(x, y) for x, y in zip(a, b))
+        if ta is dict or ta is _DomainMap:
+            return _map_eq(a, b)
+        return a == b
+    if ta in _NUM_TYPES and tb in _NUM_TYPES:
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return _map_eq(a, b)
+    return False
+
+
+def _map_eq(a: dict, b: dict) -> bool:
+    if len(a) != len(b):
+        return False
+    for k, v in a.items():
+        if not dict.__contains__(b, k) or not _eq(v, dict.__getitem__(b, k)):
+            return False
+    return True
+
+
+def _lt(a: Any, b: Any) -> bool:
+    ta, tb = type(a), type(b)
+    if (ta is tb and ta in _ORDERED) or (ta in _NUM_TYPES and tb in _NUM_TYPES):
+        return a < b
+    raise _no_overload("_<_", a, b)
+
+
+def _le(a: Any, b: Any) -> bool:
+    ta, tb = type(a), type(b)
+    if (ta is tb and ta in _ORDERED) or (ta in _NUM_TYPES and tb in _NUM_TYPES):
+        return a <= b
+    raise _no_overload("_<=_", a, b)
+
+
+def _gt(a: Any, b: Any) -> bool:
+    ta, tb = type(a), type(b)
+    if (ta is tb and ta in _ORDERED) or (ta in _NUM_TYPES and tb in _NUM_TYPES):
+        return a > b
+    raise _no_overload("_>_", a, b)
+
+
+def _ge(a: Any, b: Any) -> bool:
+    ta, tb = type(a), type(b)
+    if (ta is tb and ta in _ORDERED) or (ta in _NUM_TYPES and tb in _NUM_TYPES):
+        return a >= b
+    raise _no_overload("_>=_", a, b)
+
+
+def _int64(r: int) -> int:
+    if _INT64_MIN <= r <= _INT64_MAX:
+        return r
+    raise CELRuntimeError("integer overflow")
+
+
+def _uint64(r: int) -> UInt:
+    if 0 <= r <= _UINT64_MAX:
+        return UInt(r)
+    raise CELRuntimeError("unsigned integer overflow")
+
+
+def _add(s: list, a: Any, b: Any) -> Any:
+    ta = type(a)
+    if ta is type(b):
+        if ta is int:
+            return _int64(a + b)
+        if ta is float:
+            return a + b
+        if ta is str or ta is list or ta is bytes:
+            _charge(s, (len(a) + len(b) + 9) // 10)
+            return a + b
+        if ta is UInt:
+            return _uint64(a + b)
+    raise _no_overload("_+_", a, b)
+
+
+def _sub(s: list, a: Any, b: Any) -> Any:
+    ta = type(a)
+    if ta is type(b):
+        if ta is int:
+            return _int64(a - b)
+        if ta is float:
+            return a - b
+        if ta is UInt:
+            return _uint64(a - b)
+    raise _no_overload("_-_", a, b)
+
+
+def _mul(s: list, a: Any, b: Any) -> Any:
+    ta = type(a)
+    if ta is type(b):
+        if ta is int:
+            return _int64(a * b)
+        if ta is float:
+            return a * b
+        if ta is UInt:
+            return _uint64(a * b)
+    raise _no_overload("_*_", a, b)
+
+
+def _div(s: list, a: Any, b: Any) -> Any:
+    ta = type(a)
+    if ta is type(b):
+        if ta is int:
+            if b == 0:
+                raise CELRuntimeError("division by zero")
+            q = abs(a) // abs(b)
+            return _int64(q if (a < 0) == (b < 0) else -q)
+        if ta is float:
+            if b == 0.0:
+                if a == 0.0 or math.isnan(a):
+                    return math.nan
+                return math.copysign(math.inf, a) * math.copysign(1.0, b)
+            return a / b
+        if ta is UInt:
+            if b == 0:
+                raise CELRuntimeError("division by zero")
+            return UInt(a // b)
+    raise _no_overload("_/_", a, b)
+
+
+def _mod(s: list, a: Any, b: Any) -> Any:
+    ta = type(a)
+    if ta is type(b):
+        if ta is int:
+            if b == 0:
+                raise CELRuntimeError("modulus by zero")
+            if a == _INT64_MIN and b == -1:
+                raise CELRuntimeError("integer overflow")
+            r = abs(a) % abs(b)
+            return r if a >= 0 else -r
+        if ta is UInt:
+            if b == 0:
+                raise CELRuntimeError("modulus by zero")
+            return UInt(a % b)
+    raise _no_overload("_%_", a, b)
+
+
+def _neg(s: list, a: Any) -> Any:
+    ta = type(a)
+    if ta is int:
+        return _int64(-a)
+    if ta is float:
+        return -a
+    raise _no_overload("-_", a)
+
+
+def _in(s: list, a: Any, c: Any) -> bool:
+    if type(c) is list:
+        if type(a) is str:
+            return a in c
+        return any(_eq(a, x) for x in c)
+    if isinstance(c, dict):
+        try:
+            return dict.__contains__(c, a)
+        except TypeError:
+            raise _no_overload("@in", a, c) from None
+    raise _no_overload("@in", a, c)
+
+
+def _map_key(k: Any) -> Any:
+    tk = type(k)
+    if tk is str or tk is int or tk is UInt or tk is bool:
+        return k
+    if tk is float and k.is_integer():
+        return int(k)
+    raise CELRuntimeError(f"unsupported key type: {_tname(k)}")
+
+
+def _index(o: Any, i: Any) -> Any:
+    if isinstance(o, dict):
+        key = _map_key(i)
+        try:
+            return o[key]
+        except KeyError:
+            raise _no_such_key(i) from None
+    if type(o) is list:
+        ti = type(i)
+        if ti is int or ti is UInt or ti is float and i.is_integer():
+            idx = int(i)
+        else:
+            raise CELRuntimeError(f"unsupported index type '{_tname(i)}' in list")
+        if 0 <= idx < len(o):
+            return o[idx]
+        raise CELRuntimeError(f"index '{idx}' out of range in list size '{len(o)}'")
+    raise _no_overload("_[_]", o, i)
+
+
+def _select(o: Any, field: str) -> Any:
+    if isinstance(o, dict):
+        try:
+            return o[field]
+        except KeyError:
+            raise _no_such_key(field) from None
+    raise CELRuntimeError(f"type '{_tname(o)}' does not support field selection")
+
+
+def _has(o: Any, field: str) -> bool:
+    if isinstance(o, dict):
+        return dict.__contains__(o, field)
+    raise CELRuntimeError(f"invalid type for field selection: '{_tname(o)}'")
+
+
+def _opt_select(o: Any, field: str) -> CelOptional:
+    if type(o) is CelOptional:
+        if not o.present:
+            return o
+        o = o.value
+    if isinstance(o, dict):
+        if dict.__contains__(o, field):
+            return CelOptional(True, dict.__getitem__(o, field))
+        return _NONE
+    raise CELRuntimeError(f"type '{_tname(o)}' does not support field selection")
+
+
+def _opt_index(o: Any, i: Any) -> CelOptional:
+    if type(o) is CelOptional:
+        if not o.present:
+            return o
+        o = o.value
+    if isinstance(o, dict):
+        key = _map_key(i)
+        if dict.__contains__(o, key):
+            return CelOptional(True, dict.__getitem__(o, key))
+        return _NONE
+    if type(o) is list:
+        if type(i) in (int, UInt) and 0 <= i < len(o):
+            return CelOptional(True, o[i])
+        if type(i) in (int, UInt):
+            return _NONE
+        raise CELRuntimeError(f"unsupported index type '{_tname(i)}' in list")
+    raise _no_overload("_[?_]", o, i)
+
+
+def _iterable(r: Any) -> Iterable:
+    if type(r) is list or isinstance(r, dict):
+        return r
+    raise CELRuntimeError(f"got '{_GO_TNAMES.get(type(r), type(r).__name__)}', expected iterable type")
+
+
+def _iterable2(r: Any) -> Iterable:
+    if type(r) is list:
+        return enumerate(r)
+    if isinstance(r, dict):
+        return r.items()
+    raise CELRuntimeError(f"got '{_GO_TNAMES.get(type(r), type(r).__name__)}', expected iterable type")
+
+
+# ---------------------------------------------------------------------------- library implementations
+# Every implementation takes the activation first (for cost accounting) and the receiver next.
+
+
+def _str_args(fn: str, *args: Any) -> None:
+    for a in args:
+        if type(a) is not str:
+            raise _no_overload(fn, *args)
+
+
+def _f_size(s: list, x: Any) -> int:
+    t = type(x)
+    if t is str or t is bytes or t is list or isinstance(x, dict):
+        return len(x)
+    raise _no_overload("size", x)
+
+
+def _f_contains(s: list, a: Any, b: Any) -> bool:
+    _str_args("contains", a, b)
+    return b in a
+
+
+def _f_starts_with(s: list, a: Any, b: Any) -> bool:
+    _str_args("startsWith", a, b)
+    return a.startswith(b)
+
+
+def _f_ends_with(s: list, a: Any, b: Any) -> bool:
+    _str_args("endsWith", a, b)
+    return a.endswith(b)
+
+
+_REGEX_CACHE: dict[str, Any] = {}
+
+
+def _regex(pattern: str) -> Any:
+    r = _REGEX_CACHE.get(pattern)
+    if r is None:
+        try:
+            r = _re2.compile(pattern, _RE2_OPTIONS) if _re2 is not None else re.compile(pattern)
+        except _REGEX_ERRORS as e:
+            msg = e.args[0] if e.args else str(e)
+            if isinstance(msg, bytes):
+                msg = msg.decode(errors="replace")
+            raise CELRuntimeError(f"error parsing regexp: {msg}: `{pattern}`") from None
+        if len(_REGEX_CACHE) > 2048:
+            _REGEX_CACHE.clear()
+        _REGEX_CACHE[pattern] = r
+    return r
+
+
+def _f_matches(s: list, a: Any, p: Any) -> bool:
+    _str_args("matches", a, p)
+    _charge(s, (len(a) + 9) // 10)
+    return _regex(p).search(a) is not None
+
+
+def _f_find(s: list, a: Any, p: Any) -> str:
+    _str_args("find", a, p)
+    _charge(s, (len(a) + 9) // 10)
+    m = _regex(p).search(a)
+    return m.group(0) if m is not None else ""
+
+
+def _f_find_all(s: list, a: Any, p: Any, n: Any = -1) -> list:
+    _str_args("findAll", a, p)
+    if type(n) is not int:
+        raise _no_overload("findAll", a, p, n)
+    _charge(s, (len(a) + 9) // 10)
+    if n == 0:
+        return []
+    out = []
+    for m in _regex(p).finditer(a):
+        out.append(m.group(0))
+        if 0 < n <= len(out):
+            break
+    return out
+
+
+_INT_RE = re.compile(r"[+-]?[0-9]+\Z")
+_UINT_RE = re.compile(r"\+?[0-9]+\Z")
+_FLOAT_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)\Z",
+                       re.IGNORECASE)
+
+
+def _f_int(s: list, x: Any) -> int:
+    t = type(x)
+    if t is int:
+        return x
+    if t is UInt:
+        if x > _INT64_MAX:
+            raise CELRuntimeError("range error")
+        return int(x)
+    if t is float:
+        if not (-9.223372036854776e18 < x < 9.223372036854776e18):
+            raise CELRuntimeError("range error")
+        return int(x)
+    if t is str:
+        if not _INT_RE.match(x):
+            raise CELRuntimeError(f"strconv.ParseInt: parsing {_goq(x)}: invalid syntax")
+        v = int(x)
+        if not _fits64(v):
+            raise CELRuntimeError(f"strconv.ParseInt: parsing {_goq(x)}: value out of range")
+        return v
+    raise _no_overload("int", x)
+
+
+def _f_uint(s: list, x: Any) -> UInt:
+    t = type(x)
+    if t is UInt:
+        return x
+    if t is int:
+        if x < 0:
+            raise CELRuntimeError("range error")
+        return UInt(x)
+    if t is float:
+        if not (-1 < x < 1.8446744073709552e19):
+            raise CELRuntimeError("range error")
+        return UInt(int(x))
+    if t is str:
+        if not _UINT_RE.match(x):
+            raise CELRuntimeError(f"strconv.ParseUint: parsing {_goq(x)}: invalid syntax")
+        v = int(x)
+        if v > _UINT64_MAX:
+            raise CELRuntimeError(f"strconv.ParseUint: parsing {_goq(x)}: value out of range")
+        return UInt(v)
+    raise _no_overload("uint", x)
+
+
+def _f_double(s: list, x: Any) -> float:
+    t = type(x)
+    if t is float:
+        return x
+    if t is int or t is UInt:
+        return float(x)
+    if t is str:
+        if not _FLOAT_RE.match(x):
+            raise CELRuntimeError(f"strconv.ParseFloat: parsing {_goq(x)}: invalid syntax")
+        return float(x)
+    raise _no_overload("double", x)
+
+
+def _fmt_double(f: float) -> str:
+    """strconv.FormatFloat(f, 'g', -1, 64), as cel-go's string(double)."""
+    if math.isnan(f):
+        return "NaN"
+    if math.isinf(f):
+        return "+Inf" if f > 0 else "-Inf"
+    if f == 0:
+        return "-0" if math.copysign(1.0, f) < 0 else "0"
+    sign, digit_tuple, exp = decimal.Decimal(repr(f)).as_tuple()
+    digits = "".join(map(str, digit_tuple)).rstrip("0") or "0"
+    x = exp + len(digit_tuple) - 1  # decimal exponent of the first digit
+    if x < -4 or x >= 6:
+        mant = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        out = f"{mant}e{'-' if x < 0 else '+'}{abs(x):02d}"
+    elif x >= 0:
+        whole = digits[:x + 1].ljust(x + 1, "0")
+        frac = digits[x + 1:]
+        out = whole + ("." + frac if frac else "")
+    else:
+        out = "0." + "0" * (-x - 1) + digits
+    return ("-" if sign else "") + out
+
+
+def _f_string(s: list, x: Any) -> str:
+    t = type(x)
+    if t is str:
+        return x
+    if t is bool:
+        return "true" if x else "false"
+    if t is int or t is UInt:
+        return str(int(x))
+    if t is float:
+        return _fmt_double(x)
+    if t is bytes:
+        try:
+            return x.decode("utf-8")
+        except UnicodeDecodeError:
+            raise CELRuntimeError("invalid UTF-8 in bytes, cannot convert to string") from None
+    raise _no_overload("string", x)
+
+
+def _f_bytes(s: list, x: Any) -> bytes:
+    if type(x) is bytes:
+        return x
+    if type(x) is str:
+        return x.encode("utf-8", errors="surrogatepass")
+    raise _no_overload("bytes", x)
+
+
+_GO_BOOLS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True,
+             "0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False}
+
+
+def _f_bool(s: list, x: Any) -> bool:
+    if type(x) is bool:
+        return x
+    if type(x) is str:
+        v = _GO_BOOLS.get(x)
+        if v is None:
+            raise CELRuntimeError(f"strconv.ParseBool: parsing {_goq(x)}: invalid syntax")
+        return v
+    raise _no_overload("bool", x)
+
+
+def _f_dyn(s: list, x: Any) -> Any:
+    return x
+
+
+def _f_type(s: list, x: Any) -> CelType:
+    return CelType(_tname(x) if type(x) is not DeviceEnv else "kubernetes.DRADevice")
+
+
+def _f_char_at(s: list, a: Any, i: Any) -> str:
+    if type(a) is not str or type(i) is not int:
+        raise _no_overload("charAt", a, i)
+    if i < 0 or i > len(a):
+        raise CELRuntimeError(f"index out of range: {i}")
+    return a[i] if i < len(a) else ""
+
+
+def _f_index_of(s: list, a: Any, x: Any, off: Any = None) -> int:
+    if type(a) is list and off is None:
+        for i, v in enumerate(a):
+            if _eq(v, x):
+                return i
+        return -1
+    if type(a) is not str or type(x) is not str or (off is not None and type(off) is not int):
+        raise _no_overload("indexOf", a, x) if off is None else _no_overload("indexOf", a, x, off)
+    start = 0 if off is None else off
+    if x == "":
+        return start
+    if start < 0 or start >= len(a):
+        raise CELRuntimeError(f"index out of range: {start}")
+    return a.find(x, start)
+
+
+def _f_last_index_of(s: list, a: Any, x: Any, off: Any = None) -> int:
+    if type(a) is list and off is None:
+        for i in range(len(a) - 1, -1, -1):
+            if _eq(a[i], x):
+                return i
+        return -1
+    if type(a) is not str or type(x) is not str or (off is not None and type(off) is not int):
+        raise _no_overload("lastIndexOf", a, x) if off is None else _no_overload("lastIndexOf", a, x, off)
+    if x == "":
+        return len(a) if off is None else off
+    start = len(a) - 1 if off is None else off
+    if start < 0 or start >= len(a):
+        raise CELRuntimeError(f"index out of range: {start}")
+    return a.rfind(x, 0, start + len(x))
+
+
+_LOWER = {c: c + 32 for c in range(65, 91)}
+_UPPER = {c + 32: c for c in range(65, 91)}
+
+
+def _f_lower_ascii(s: list, a: Any) -> str:
+    _str_args("lowerAscii", a)
+    return a.translate(_LOWER)
+
+
+def _f_upper_ascii(s: list, a: Any) -> str:
+    _str_args("upperAscii", a)
+    return a.translate(_UPPER)
+
+
+def _f_replace(s: list, a: Any, old: Any, new: Any, n: Any = -1) -> str:
+    if type(a) is not str or type(old) is not str or type(new) is not str or type(n) is not int:
+        raise _no_overload("replace", a, old, new, n)
+    if n == 0:
+        return a
+    count = (len(a) + 1) if old == "" else a.count(old)
+    if n > 0:
+        count = min(count, n)
+    _charge(s, (len(a) + count * len(new) + 9) // 10)  # before building a possibly huge string
+    return a.replace(old, new, n if n > 0 else -1)
+
+
+def _f_split(s: list, a: Any, sep: Any, n: Any = -1) -> list:
+    if type(a) is not str or type(sep) is not str or type(n) is not int:
+        raise _no_overload("split", a, sep, n)
+    _charge(s, (len(a) + 9) // 10)
+    if n == 0:
+        return []
+    if sep == "":
+        chars = list(a)
+        if 0 < n < len(chars):
+            return chars[:n - 1] + ["".join(chars[n - 1:])]
+        return chars
+    return a.split(sep, n - 1 if n > 0 else -1)
+
+
+def _f_substring(s: list, a: Any, start: Any, end: Any = None) -> str:
+    if type(a) is not str or type(start) is not int or (end is not None and type(end) is not int):
+        raise _no_overload("substring", a, start, end)
+    n = len(a)
+    if end is None:
+        if start < 0 or start > n:
+            raise CELRuntimeError(f"index out of range: {start}")
+        return a[start:]
+    if start > end:
+        raise CELRuntimeError(f"invalid substring range. start: {start}, end: {end}")
+    if start < 0 or start > n:
+        raise CELRuntimeError(f"index out of range: {start}")
+    if end < 0 or end > n:
+        raise CELRuntimeError(f"index out of range: {end}")
+    return a[start:end]
+
+
+_GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
+            "\u2028\u2029\u202f\u205f\u3000"
+
+
+def _f_trim(s: list, a: Any) -> str:
+    _str_args("trim", a)
+    return a.strip(_GO_SPACE)
+
+
+def _f_join(s: list, lst: Any, sep: Any = "") -> str:
+    if type(lst) is not list or type(sep) is not str or any(type(x) is not str for x in lst):
+        raise _no_overload("join", lst, sep)
+    _charge(s, (sum(map(len, lst)) + len(sep) * len(lst) + 9) // 10)
+    return sep.join(lst)
+
+
+_QUOTE_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v",
+                  "\\": "\\\\", '"': '\\"'}
+
+
+def _f_quote(s: list, a: Any) -> str:
+    _str_args("strings.quote", a)
+    _charge(s, (len(a) + 9) // 10)
+    return '"' + "".join(_QUOTE_ESCAPES.get(c, c) for c in a) + '"'
+
+
+def _sortable(fn: str, lst: Any) -> list:
+    if type(lst) is not list:
+        raise _no_overload(fn, lst)
+    if lst:
+        t0 = type(lst[0])
+        if any(type(x) is not t0 for x in lst) and not all(type(x) in _NUM_TYPES for x in lst):
+            raise _no_overload(fn, lst)
+        if t0 not in _ORDERED and t0 is not Quantity and t0 is not Semver:
+            raise _no_overload(fn, lst)
+    return lst
+
+
+def _f_is_sorted(s: list, lst: Any) -> bool:
+    _sortable("isSorted", lst)
+    return all(not (lst[i + 1] < lst[i]) for i in range(len(lst) - 1))
+
+
+def _f_sum(s: list, lst: Any) -> Any:
+    if type(lst) is not list:
+        raise _no_overload("sum", lst)
+    if not lst:
+        return 0
+    t0 = type(lst[0])
+    if t0 not in _NUM_TYPES or any(type(x) is not t0 for x in lst):
+        raise _no_overload("sum", lst)
+    total = sum(lst)
+    return _int64(total) if t0 is int else _uint64(total) if t0 is UInt else float(total)
+
+
+def _f_min(s: list, lst: Any) -> Any:
+    _sortable("min", lst)
+    if not lst:
+        raise CELRuntimeError("min called on empty list")
+    return min(lst)
+
+
+def _f_max(s: list, lst: Any) -> Any:
+    _sortable("max", lst)
+    if not lst:
+        raise CELRuntimeError("max called on empty list")
+    return max(lst)
+
+
+def _lists(fn: str, a: Any, b: Any) -> None:
+    if type(a) is not list or type(b) is not list:
+        raise _no_overload(fn, a, b)
+
+
+def _f_sets_contains(s: list, a: Any, b: Any) -> bool:
+    _lists("sets.contains", a, b)
+    _charge(s, len(a) * len(b) // 10)
+    return all(any(_eq(x, y) for y in a) for x in b)
+
+
+def _f_sets_equivalent(s: list, a: Any, b: Any) -> bool:
+    return _f_sets_contains(s, a, b) and _f_sets_contains(s, b, a)
+
+
+def _f_sets_intersects(s: list, a: Any, b: Any) -> bool:
+    _lists("sets.intersects", a, b)
+    _charge(s, len(a) * len(b) // 10)
+    return any(_eq(x, y) for x in a for y in b)
+
+
+def _f_quantity(s: list, x: Any) -> Quantity:
+    if type(x) is not str:
+        raise _no_overload("quantity", x)
+    try:
+        return Quantity.parse(x)
+    except ValueError as e:
+        raise CELRuntimeError(str(e)) from None
+
+
+def _f_is_quantity(s: list, x: Any) -> bool:
+    if type(x) is not str:
+        raise _no_overload("isQuantity", x)
+    try:
+        Quantity.parse(x)
+    except ValueError:
+        return False
+    return True
+
+
+def _qargs(fn: str, *args: Any) -> None:
+    for a in args:
+        if type(a) is not Quantity:
+            raise _no_overload(fn, *args)
+
+
+def _f_sign(s: list, q: Any) -> int:
+    _qargs("sign", q)
+    return q.sign()
+
+
+def _f_as_approximate_float(s: list, q: Any) -> float:
+    _qargs("asApproximateFloat", q)
+    return q.as_approximate_float()
+
+
+def _f_as_integer(s: list, q: Any) -> int:
+    _qargs("asInteger", q)
+    v = q.as_int64()
+    if v is None:
+        raise CELRuntimeError("cannot convert value to integer")
+    return v
+
+
+def _f_is_integer(s: list, q: Any) -> bool:
+    _qargs("isInteger", q)
+    return q.as_int64() is not None
+
+
+def _qty_or_int(fn: str, q: Any, x: Any) -> Quantity:
+    if type(q) is not Quantity:
+        raise _no_overload(fn, q, x)
+    if type(x) is Quantity:
+        return x
+    if type(x) is int:
+        return Quantity.from_int(x, DECIMAL_EXPONENT)
+    raise _no_overload(fn, q, x)
+
+
+def _f_add(s: list, q: Any, x: Any) -> Quantity:
+    return q.add(_qty_or_int("add", q, x))
+
+
+def _f_sub(s: list, q: Any, x: Any) -> Quantity:
+    return q.sub(_qty_or_int("sub", q, x))
+
+
+def _f_mul(s: list, q: Any, m: Any) -> Quantity:
+    if type(q) is not Quantity or type(m) is not int:
+        raise _no_overload("mul", q, m)
+    return q.mul(m)
+
+
+def _f_div(s: list, q: Any, d: Any, places: Any = 4) -> Quantity:
+    if type(q) is not Quantity or type(d) is not int or type(places) is not int:
+        raise _no_overload("div", q, d, places)
+    if d == 0:
+        raise CELRuntimeError("division by zero error")
+    if not 0 <= places <= 10:
+        raise CELRuntimeError(f"the valid range for roundVal is 0 to 10 but {places} was passed")
+    return q.div(d, places)
+
+
+def _f_div_int(s: list, q: Any, d: Any) -> Quantity:
+    if type(q) is not Quantity or type(d) is not int:
+        raise _no_overload("divInt", q, d)
+    if d == 0:
+        raise CELRuntimeError("division by zero error")
+    return q.div_int(d)
+
+
+def _compare(fn: str, a: Any, b: Any) -> int:
+    ta = type(a)
+    if ta is type(b):
+        if ta is Quantity:
+            return a.cmp(b)
+        if ta is Semver:
+            return a.compare(b)
+    raise _no_overload(fn, a, b)
+
+
+def _f_is_greater_than(s: list, a: Any, b: Any) -> bool:
+    return _compare("isGreaterThan", a, b) == 1
+
+
+def _f_is_less_than(s: list, a: Any, b: Any) -> bool:
+    return _compare("isLessThan", a, b) == -1
+
+
+def _f_compare_to(s: list, a: Any, b: Any) -> int:
+    return _compare("compareTo", a, b)
+
+
+def _f_semver(s: list, x: Any, normalize: Any = False) -> Semver:
+    if type(x) is not str or type(normalize) is not bool:
+        raise _no_overload("semver", x, normalize)
+    try:
+        return Semver.parse(x, normalize)
+    except ValueError as e:
+        raise CELRuntimeError(str(e)) from None
+
+
+def _f_is_semver(s: list, x: Any, normalize: Any = False) -> bool:
+    if type(x) is not str or type(normalize) is not bool:
+        raise _no_overload("isSemver", x, normalize)
+    try:
+        Semver.parse(x, normalize)
+    except ValueError:
+        return False
+    return True
+
+
+def _int64_wrap(v: int) -> int:
+    return v - (1 << 64) if v > _INT64_MAX else v
+
+
+def _f_major(s: list, v: Any) -> int:
+    if type(v) is not Semver:
+        raise _no_overload("major", v)
+    return _int64_wrap(v.major)
+
+
+def _f_minor(s: list, v: Any) -> int:
+    if type(v) is not Semver:
+        raise _no_overload("minor", v)
+    return _int64_wrap(v.minor)
+
+
+def _f_patch(s: list, v: Any) -> int:
+    if type(v) is not Semver:
+        raise _no_overload("patch", v)
+    return _int64_wrap(v.patch)
+
+
+def _f_opt_of(s: list, x: Any) -> CelOptional:
+    return CelOptional(True, x)
+
+
+def _is_zero(x: Any) -> bool:
+    if x is None or x is False:
+        return True
+    t = type(x)
+    if t in _NUM_TYPES or t is str or t is bytes or t is list or isinstance(x, dict):
+        return not x
+    return False
+
+
+def _f_opt_of_non_zero(s: list, x: Any) -> CelOptional:
+    return _NONE if _is_zero(x) else CelOptional(True, x)
+
+
+def _f_opt_none(s: list) -> CelOptional:
+    return _NONE
+
+
+def _opt_arg(fn: str, o: Any, *rest: Any) -> CelOptional:
+    if type(o) is not CelOptional:
+        raise _no_overload(fn, o, *rest)
+    return o
+
+
+def _f_has_value(s: list, o: Any) -> bool:
+    return _opt_arg("hasValue", o).present
+
+
+def _f_value(s: list, o: Any) -> Any:
+    o = _opt_arg("value", o)
+    if not o.present:
+        raise CELRuntimeError("optional.none() dereference")
+    return o.value
+
+
+def _f_or_value(s: list, o: Any, d: Any) -> Any:
+    o = _opt_arg("orValue", o, d)
+    return o.value if o.present else d
+
+
+def _f_or(s: list, o: Any, other: Any) -> Any:
+    o = _opt_arg("or", o, other)
+    if o.present:
+        return o
+    return _opt_arg("or", other)
+
+
+def _f_includes(s: list, x: Any, v: Any) -> bool:
+    if type(x) is list:
+        if len(x) > _ATTR_VALUES_PER_DEVICE:
+            raise CELRuntimeError("'includes' function cannot be applied to lists longer than "
+                                  f"{_ATTR_VALUES_PER_DEVICE} values")
+        return any(_eq(e, v) for e in x)
+    return _eq(x, v)
+
+
+_IMPLS: dict[str, Callable] = {
+    "size": _f_size, "contains": _f_contains, "startsWith": _f_starts_with, "endsWith": _f_ends_with,
+    "matches": _f_matches, "int": _f_int, "uint": _f_uint, "double": _f_double, "string": _f_string,
+    "bytes": _f_bytes, "bool": _f_bool, "dyn": _f_dyn, "type": _f_type,
+    "charAt": _f_char_at, "indexOf": _f_index_of, "lastIndexOf": _f_last_index_of,
+    "lowerAscii": _f_lower_ascii, "upperAscii": _f_upper_ascii, "replace": _f_replace, "split": _f_split,
+    "substring": _f_substring, "trim": _f_trim, "join": _f_join, "strings.quote": _f_quote,
+    "isSorted": _f_is_sorted, "sum": _f_sum, "min": _f_min, "max": _f_max,
+    "find": _f_find, "findAll": _f_find_all,
+    "sets.contains": _f_sets_contains, "sets.equivalent": _f_sets_equivalent,
+    "sets.intersects": _f_sets_intersects,
+    "quantity": _f_quantity, "isQuantity": _f_is_quantity, "sign": _f_sign,
+    "isGreaterThan": _f_is_greater_than, "isLessThan": _f_is_less_than, "compareTo": _f_compare_to,
+    "asApproximateFloat": _f_as_approximate_float, "asInteger": _f_as_integer, "isInteger": _f_is_integer,
+    "add": _f_add, "sub": _f_sub, "mul": _f_mul, "div": _f_div, "divInt": _f_div_int,
+    "semver": _f_semver, "isSemver": _f_is_semver, "major": _f_major, "minor": _f_minor, "patch": _f_patch,
+    "optional.of": _f_opt_of, "optional.ofNonZeroValue": _f_opt_of_non_zero, "optional.none": _f_opt_none,
+    "hasValue": _f_has_value, "value": _f_value, "orValue": _f_or_value, "or": _f_or,
+    "includes": _f_includes,
+}
+# Functions whose result is the same for the same constant arguments (folded at compile time).
+_PURE_CONST = frozenset({"quantity", "semver", "isQuantity", "isSemver", "int", "uint", "double", "string",
+                         "bytes", "bool", "size", "lowerAscii", "upperAscii", "trim"})
+
+
+# ============================================================================ cost estimation
+
+
+class _Sz:
+    """Worst-case size of a value: string length / list length / map entries, with element sizes."""
+
+    __slots__ = ("elem", "fields", "key", "n", "val")
+
+    def __init__(self, n: int, elem: _Sz | None = None, key: _Sz | None = None, val: _Sz | None = None,
+                 fields: dict | None = None):
+        self.n, self.elem, self.key, self.val, self.fields = n, elem, key, val, fields
+
+
+_UNKNOWN_SIZE = 1 << 40  # cel-go: an unknown size is "unbounded" (which makes loops over it too costly)
+_SZ_UNK = _Sz(_UNKNOWN_SIZE)
+_SZ_UNK.elem = _SZ_UNK.key = _SZ_UNK.val = _SZ_UNK
+_SZ_ONE = _Sz(1)
+_SZ_ATTR_VALUE = _Sz(_ATTR_VALUE_MAX, elem=_Sz(_ATTR_VALUE_MAX))
+_SZ_INNER_ATTRS = _Sz(_ATTRS_PER_DEVICE, key=_Sz(_ID_MAX), val=_SZ_ATTR_VALUE)
+_SZ_INNER_CAPS = _Sz(_ATTRS_PER_DEVICE, key=_Sz(_ID_MAX), val=_SZ_ONE)
+_SZ_DEVICE = _Sz(4, fields={
+    "driver": _Sz(_DRIVER_NAME_MAX),
+    "attributes": _Sz(_ATTRS_PER_DEVICE, key=_Sz(_DOMAIN_MAX), val=_SZ_INNER_ATTRS),
+    "capacity": _Sz(_ATTRS_PER_DEVICE, key=_Sz(_DOMAIN_MAX), val=_SZ_INNER_CAPS),
+    "allowMultipleAllocations": _SZ_ONE,
+})
+
+
+def _tc(n: int) -> int:
+    """String traversal cost: ceil(0.1 * size)."""
+    return (n + 9) // 10
+
+
+def _bigger(a: _Sz, b: _Sz) -> _Sz:
+    return a if a.n >= b.n else b
+
+
+def _stringish(t: _T) -> bool:
+    return t.kind in ("string", "bytes")
+
+
+class _Estimator:
+    """Worst-case cost as cel-go's checker.Cost with the DRA size estimates. Every method returns
+    (cost, local cost, size); the local cost leaves out the iterations of nested comprehensions (they are
+    charged by themselves at run time) and becomes Loop.iter_cost."""
+
+    def __init__(self) -> None:
+        self.scopes: list[dict[str, _Sz]] = []
+
+    def est(self, n: _Node) -> tuple[int, int, _Sz]:
+        return getattr(self, "e_" + type(n).__name__)(n)
+
+    def e_Lit(self, n: Lit) -> tuple[int, int, _Sz]:
+        v = n.value
+        return 0, 0, (_Sz(len(v)) if type(v) is str or type(v) is bytes else _SZ_ONE)
+
+    def e_Ident(self, n: Ident) -> tuple[int, int, _Sz]:
+        for scope in reversed(self.scopes):
+            if n.name in scope:
+                return 1, 1, scope[n.name]
+        return 1, 1, (_SZ_DEVICE if n.name == "device" else _SZ_ONE)
+
+    def e_Select(self, n: Select) -> tuple[int, int, _Sz]:
+        c, lc, sz = self.est(n.operand)
+        if n.test:
+            return c, lc, _SZ_ONE
+        if sz.fields is not None:
+            fsz = sz.fields.get(n.field, _SZ_UNK)
+        else:
+            fsz = sz.val or _SZ_UNK
+        return c + 1, lc + 1, fsz
+
+    def e_Index(self, n: Index) -> tuple[int, int, _Sz]:
+        c1, l1, s1 = self.est(n.operand)
+        c2, l2, _ = self.est(n.index)
+        return c1 + c2 + 1, l1 + l2 + 1, (s1.val or s1.elem or _SZ_UNK)
+
+    def e_ListLit(self, n: ListLit) -> tuple[int, int, _Sz]:
+        c = lc = 10
+        elem: _Sz | None = None
+        for e in n.elems:
+            ec, el, es = self.est(e)
+            c, lc = c + ec, lc + el
+            elem = es if elem is None else _bigger(elem, es)
+        return c, lc, _Sz(len(n.elems), elem=elem or _SZ_ONE)
+
+    def e_MapLit(self, n: MapLit) -> tuple[int, int, _Sz]:
+        c = lc = 30
+        key: _Sz | None = None
+        val: _Sz | None = None
+        for k, v, _ in n.entries:
+            kc, kl, ks = self.est(k)
+            vc, vl, vs = self.est(v)
+            c, lc = c + kc + vc, lc + kl + vl
+            key = ks if key is None else _bigger(key, ks)
+            val = vs if val is None else _bigger(val, vs)
+        return c, lc, _Sz(len(n.entries), key=key or _SZ_ONE, val=val or _SZ_ONE)
+
+    def e_StructLit(self, n: StructLit) -> tuple[int, int, _Sz]:  # pragma: no cover - rejected by the checker
+        return 40, 40, _SZ_UNK
+
+    def e_Let(self, n: Let) -> tuple[int, int, _Sz]:
+        ic, il, isz = self.est(n.init)
+        self.scopes.append({n.var: isz})
+        try:
+            bc, bl, bsz = self.est(n.body)
+        finally:
+            self.scopes.pop()
+        return 10 + ic + bc, 10 + il + bl, bsz
+
+    def e_OptMap(self, n: OptMap) -> tuple[int, int, _Sz]:
+        tc, tl, tsz = self.est(n.target)
+        self.scopes.append({n.var: tsz})
+        try:
+            bc, bl, bsz = self.est(n.body)
+        finally:
+            self.scopes.pop()
+        return tc + bc + 12, tl + bl + 12, bsz
+
+    def e_Loop(self, n: Loop) -> tuple[int, int, _Sz]:
+        rc, rl, rsz = self.est(n.rng)
+        count = rsz.n
+        is_list = n.rng.t.kind == "list" if getattr(n.rng, "t", None) is not None else False
+        if n.v2 is None:
+            scope = {n.v1: (rsz.elem if is_list else rsz.key) or rsz.elem or rsz.key or _SZ_UNK}
+        else:
+            scope = {n.v1: _SZ_ONE if is_list else (rsz.key or _SZ_UNK),
+                     n.v2: (rsz.elem if is_list else rsz.val) or rsz.elem or rsz.val or _SZ_UNK}
+        self.scopes.append(scope)
+        try:
+            pc, pl, _ = self.est(n.pred) if n.pred is not None else (0, 0, _SZ_ONE)
+            bc, bl, bsz = self.est(n.body) if n.body is not None else (0, 0, _SZ_ONE)
+        finally:
+            self.scopes.pop()
+        kind = n.kind
+        if kind == "all":  # cond @not_strictly_false(accu): 2, step accu && p: 1 + p, result: 1
+            step, lstep, init, result, size = 3 + pc, 3 + pl, 0, 1, _SZ_ONE
+        elif kind == "exists":  # cond @not_strictly_false(!accu): 3, step accu || p: 1 + p
+            step, lstep, init, result, size = 4 + pc, 4 + pl, 0, 1, _SZ_ONE
+        elif kind == "exists_one":  # step p ? accu + 1 : accu, result accu == 1
+            step, lstep, init, result, size = pc + 2, pl + 2, 0, 2, _SZ_ONE
+        elif kind == "filter":  # step p ? accu + [x] : accu
+            step, lstep, init, result = pc + 13, pl + 13, 10, 1
+            size = _Sz(count, elem=scope[n.v1])
+        elif kind in ("map", "transformList"):  # step [p ?] accu + [t] [: accu]
+            step, lstep, init, result = pc + bc + 12, pl + bl + 12, 10, 1
+            size = _Sz(count, elem=bsz)
+        else:  # transformMap / transformMapEntry: step [p ?] @mapInsert(accu, k, t) [: accu]
+            step, lstep, init, result = pc + bc + 3, pl + bl + 3, 30, 1
+            if kind == "transformMap":
+                size = _Sz(count, key=scope[n.v1], val=bsz)
+            else:
+                size = _Sz(count, key=bsz.key or _SZ_UNK, val=bsz.val or _SZ_UNK)
+        n.iter_cost = max(1, lstep)
+        return rc + init + count * step + result, rl + init + result, size
+
+    def e_Call(self, n: Call) -> tuple[int, int, _Sz]:
+        fn = n.fn
+        parts = ([n.target] if n.target is not None else []) + list(n.args)
+        ests = [self.est(p) for p in parts]
+        c = sum(e[0] for e in ests)
+        lc = sum(e[1] for e in ests)
+        if fn == "_&&_" or fn == "_||_":
+            return c, lc, _SZ_ONE
+        if fn == "_?_:_":
+            (cc, cl, _), (ac, al, asz), (bc, bl, bsz) = ests
+            return cc + max(ac, bc), cl + max(al, bl), _bigger(asz, bsz)
+        szs = [e[2] for e in ests]
+        types = [p.t for p in parts]
+        own, size = _call_cost(fn, szs, types, parts)
+        return c + own, lc + own, size
+
+
+def _call_cost(fn: str, szs: list[_Sz], types: list[_T], parts: list[_Node]) -> tuple[int, _Sz]:
+    first = szs[0] if szs else _SZ_ONE
+    if fn in ("_==_", "_!=_"):
+        return _tc(min(szs[0].n, szs[1].n)), _SZ_ONE
+    if fn in ("_<_", "_<=_", "_>_", "_>=_"):
+        if _stringish(types[0]) or _stringish(types[1]):
+            return _tc(min(szs[0].n, szs[1].n)), _SZ_ONE
+        return 1, _SZ_ONE
+    if fn == "_+_":
+        if types[0].kind in ("string", "bytes", "list") or types[1].kind in ("string", "bytes", "list"):
+            total = szs[0].n + szs[1].n
+            elem = _bigger(szs[0].elem or _SZ_ONE, szs[1].elem or _SZ_ONE)
+            return max(1, _tc(total)), _Sz(total, elem=elem)
+        return 1, _SZ_ONE
+    if fn == "@in":
+        return (1 if types[1].kind == "map" else max(1, szs[1].n)), _SZ_ONE
+    if fn in ("matches", "find", "findAll"):
+        pattern = szs[1].n if len(szs) > 1 else 1
+        cost = max(1, _tc(first.n) * ((pattern + 3) // 4))
+        if fn == "find":
+            return cost, _Sz(first.n)
+        if fn == "findAll":
+            return cost, _Sz(first.n, elem=_Sz(first.n))
+        return cost, _SZ_ONE
+    if fn in ("contains", "startsWith", "endsWith"):
+        return max(1, _tc(first.n)), _SZ_ONE
+    if fn in ("lowerAscii", "upperAscii", "trim", "substring"):
+        return 1 + _tc(first.n), _Sz(first.n)
+    if fn == "replace":
+        new = szs[2].n if len(szs) > 2 else 1
+        return 1 + _tc(first.n), _Sz(first.n + first.n * new)
+    if fn == "split":
+        return 1 + _tc(first.n), _Sz(first.n + 1, elem=_Sz(first.n))
+    if fn == "join":
+        elem = first.elem or _SZ_UNK
+        sep = szs[1].n if len(szs) > 1 else 0
+        total = first.n * (elem.n + sep)
+        return 1 + _tc(total), _Sz(total)
+    if fn == "strings.quote":
+        return 1 + _tc(first.n), _Sz(2 * first.n + 2)
+    if fn in ("indexOf", "lastIndexOf"):
+        if types[0].kind == "list":
+            return max(1, first.n), _SZ_ONE
+        return 1 + _tc(first.n), _SZ_ONE
+    if fn in ("isSorted", "sum", "min", "max"):
+        return max(1, first.n), (first.elem or _SZ_ONE) if fn in ("min", "max") else _SZ_ONE
+    if fn.startswith("sets."):
+        return max(1, szs[0].n * szs[1].n), _SZ_ONE
+    if fn == "includes":
+        return _ATTR_VALUES_PER_DEVICE, _SZ_ONE
+    if fn == "string":
+        return 1 + _tc(first.n), _Sz(max(first.n, 32))
+    if fn == "bytes":
+        return 1 + _tc(first.n), _Sz(first.n * 4)
+    if fn == "size" or fn in ("int", "uint", "double", "bool"):
+        return 1, _SZ_ONE
+    if fn == "dyn":
+        return 1, first
+    if fn in ("value", "orValue"):
+        return 1, _bigger(first.elem or _SZ_ONE, szs[1] if len(szs) > 1 else _SZ_ONE)
+    if fn in ("optional.of", "optional.ofNonZeroValue"):
+        return 1, _Sz(first.n, elem=first)
+    return 1, _SZ_ONE
+
+
+def estimate_cost(expression: str) -> int:
+    """Worst-case cost estimate of an expression (compiles it without enforcing the limit)."""
+    return compile(expression, cost_limit=None).max_cost
+
+
+# ============================================================================ compiler (AST -> closures)
+
+_Fn = Callable[[list], Any]
+_CHARGING = frozenset({"matches", "find", "findAll", "replace", "split", "join", "strings.quote",
+                       "sets.contains", "sets.equivalent", "sets.intersects"})
+_DIRECT_EQ_KINDS = frozenset({"string", "int", "uint", "double", "bool", "bytes"})
+_NUMERIC_KINDS = frozenset({"int", "uint", "double"})
+_DUMMY_ACT: list = [0, _INT64_MAX, _INT64_MAX, None, None]
+
+
+def _const_fn(v: Any) -> _Fn:
+    return lambda s: v
+
+
+class _Compiler:
+    def __init__(self) -> None:
+        self.scopes: list[dict[str, int]] = []
+        self.nslots = _FIRST_VAR_SLOT
+        self.dynamic = False  # loops or size-dependent operations: evaluation gets a wall-clock deadline
+        self.consts: dict[int, Any] = {}
+
+    def new_slot(self) -> int:
+        self.nslots += 1
+        return self.nslots - 1
+
+    def c(self, n: _Node) -> _Fn:
+        return getattr(self, "k_" + type(n).__name__)(n)
+
+    def const(self, n: _Node, v: Any) -> _Fn:
+        self.consts[id(n)] = v
+        return _const_fn(v)
+
+    def is_const(self, n: _Node) -> bool:
+        return id(n) in self.consts
+
+    # --- leaves
+    def k_Lit(self, n: Lit) -> _Fn:
+        return self.const(n, n.value)
+
+    def k_Ident(self, n: Ident) -> _Fn:
+        for scope in reversed(self.scopes):
+            if n.name in scope:
+                return itemgetter(scope[n.name])
+        if n.name == "device":
+            return itemgetter(_A_DEVICE)
+        return self.const(n, CelType(_TYPE_VALUES[n.name]))
+
+    # --- selection
+    def k_Select(self, n: Select) -> _Fn:
+        op = self.c(n.operand)
+        f = n.field
+        ot = n.operand.t
+        if n.test:
+            return lambda s: _has(op(s), f)
+        if n.opt or ot.kind == "optional_type":
+            return lambda s: _opt_select(op(s), f)
+        if ot == DEVICE:
+            return lambda s: op(s)[f]
+        if ot.kind == "map":
+            def select_map(s: list) -> Any:
+                m = op(s)
+                try:
+                    return m[f]
+                except KeyError:
+                    raise _no_such_key(f) from None
+            return select_map
+        return lambda s: _select(op(s), f)
+
+    def k_Index(self, n: Index) -> _Fn:
+        op = self.c(n.operand)
+        ix = self.c(n.index)
+        ot = n.operand.t
+        if n.opt or ot.kind == "optional_type":
+            return lambda s: _opt_index(op(s), ix(s))
+        if ot.kind == "map" and self.is_const(n.index) and type(self.consts[id(n.index)]) is str:
+            key = self.consts[id(n.index)]
+
+            def index_map(s: list) -> Any:
+                m = op(s)
+                try:
+                    return m[key]
+                except KeyError:
+                    raise _no_such_key(key) from None
+            return index_map
+        return lambda s: _index(op(s), ix(s))
+
+    # --- aggregates
+    def k_ListLit(self, n: ListLit) -> _Fn:
+        elems = [self.c(e) for e in n.elems]
+        if n.opt:
+            opt = n.opt
+
+            def list_opt(s: list) -> list:
+                out = []
+                for i, e in enumerate(elems):
+                    v = e(s)
+                    if i in opt:
+                        if type(v) is not CelOptional:
+                            raise _no_overload("optional element", v)
+                        if v.present:
+                            out.append(v.value)
+                    else:
+                        out.append(v)
+                return out
+            return list_opt
+        if all(self.is_const(e) for e in n.elems):
+            return self.const(n, [self.consts[id(e)] for e in n.elems])
+        return lambda s: [e(s) for e in elems]
+
+    def k_MapLit(self, n: MapLit) -> _Fn:
+        entries = [(self.c(k), self.c(v), opt) for k, v, opt in n.entries]
+
+        def make_map(s: list) -> dict:
+            out: dict = {}
+            for kf, vf, opt in entries:
+                k = _map_key(kf(s))
+                if k in out:
+                    raise CELRuntimeError("Failed with repeated key")
+                v = vf(s)
+                if opt:
+                    if type(v) is not CelOptional:
+                        raise _no_overload("optional entry", v)
+                    if not v.present:
+                        continue
+                    v = v.value
+                out[k] = v
+            return out
+        return make_map
+
+    def k_StructLit(self, n: StructLit) -> _Fn:  # pragma: no cover - rejected by the checker
+        raise CELCompileError(f"undeclared reference to '{n.name}'")
+
+    # --- bindings
+    def k_Let(self, n: Let) -> _Fn:
+        init = self.c(n.init)
+        slot = self.new_slot()
+        self.scopes.append({n.var: slot})
+        try:
+            body = self.c(n.body)
+        finally:
+            self.scopes.pop()
+
+        def let(s: list) -> Any:
+            s[slot] = init(s)
+            return body(s)
+        return let
+
+    def k_OptMap(self, n: OptMap) -> _Fn:
+        target = self.c(n.target)
+        slot = self.new_slot()
+        self.scopes.append({n.var: slot})
+        try:
+            body = self.c(n.body)
+        finally:
+            self.scopes.pop()
+        flat = n.flat
+        name = "optFlatMap" if flat else "optMap"
+
+        def opt_map(s: list) -> Any:
+            o = target(s)
+            if type(o) is not CelOptional:
+                raise _no_overload(name, o)
+            if not o.present:
+                return o
+            s[slot] = o.value
+            r = body(s)
+            if flat:
+                if type(r) is not CelOptional:
+                    raise _no_overload(name, r)
+                return r
+            return CelOptional(True, r)
+        return opt_map
+
+    # --- comprehensions
+    def k_Loop(self, n: Loop) -> _Fn:
+        self.dynamic = True
+        rng = self.c(n.rng)
+        a = self.new_slot()
+        b = self.new_slot() if n.v2 is not None else None
+        scope = {n.v1: a}
+        if n.v2 is not None:
+            scope[n.v2] = b  # type: ignore[assignment]
+        self.scopes.append(scope)
+        try:
+            pred = self.c(n.pred) if n.pred is not None else None
+            body = self.c(n.body) if n.body is not None else None
+        finally:
+            self.scopes.pop()
+        return _LOOPS[n.kind](rng, a, b, pred, body, n.iter_cost)
+
+    # --- calls
+    def k_Call(self, n: Call) -> _Fn:
+        fn = n.fn
+        if fn == "_&&_":
+            return _and(self.c(n.args[0]), self.c(n.args[1]))
+        if fn == "_||_":
+            return _or(self.c(n.args[0]), self.c(n.args[1]))
+        if fn == "_?_:_":
+            return _cond(*(self.c(a) for a in n.args))
+        parts = ([n.target] if n.target is not None else []) + list(n.args)
+        fns = [self.c(p) for p in parts]
+        if fn in _OPERATOR_NAMES:
+            return self.operator(fn, parts, fns)
+        impl = _IMPLS[fn]
+        if fn in _CHARGING:
+            self.dynamic = True
+        consts = [self.consts[id(p)] if self.is_const(p) else _NO_CONST for p in parts]
+        if fn in _PURE_CONST and _NO_CONST not in consts:
+            try:
+                return self.const(n, impl(_DUMMY_ACT, *consts))
+            except CELRuntimeError:
+                pass  # keep the error for run time
+        return _call(impl, fns, consts)
+
+    def operator(self, fn: str, parts: list[_Node], fns: list[_Fn]) -> _Fn:
+        if fn == "!_":
+            return _not(fns[0])
+        if fn == "-_":
+            x = fns[0]
+            return lambda s: _neg(s, x(s))
+        a, b = fns
+        ta, tb = parts[0].t, parts[1].t
+        ca = self.consts.get(id(parts[0]), _NO_CONST)
+        cb = self.consts.get(id(parts[1]), _NO_CONST)
+        if fn == "_==_" or fn == "_!=_":
+            eq = _eq_fn(a, b, ta, tb, ca, cb)
+            if fn == "_==_":
+                return eq
+            return lambda s: not eq(s)
+        if fn in ("_<_", "_<=_", "_>_", "_>=_"):
+            direct = (ta.kind == tb.kind and ta.kind in _DIRECT_EQ_KINDS) or (
+                ta.kind in _NUMERIC_KINDS and tb.kind in _NUMERIC_KINDS)
+            return _compare_fn(fn, a, b, direct, cb)
+        if fn == "_+_":
+            if ta.kind == "int" and tb.kind == "int":
+                return lambda s: _int64(a(s) + b(s))
+            if ta.kind == "double" and tb.kind == "double":
+                return lambda s: a(s) + b(s)
+            self.dynamic = True
+            return lambda s: _add(s, a(s), b(s))
+        if fn == "_-_":
+            if ta.kind == "int" and tb.kind == "int":
+                return lambda s: _int64(a(s) - b(s))
+            return lambda s: _sub(s, a(s), b(s))
+        if fn == "_*_":
+            if ta.kind == "int" and tb.kind == "int":
+                return lambda s: _int64(a(s) * b(s))
+            return lambda s: _mul(s, a(s), b(s))
+        if fn == "_/_":
+            return lambda s: _div(s, a(s), b(s))
+        if fn == "_%_":
+            return lambda s: _mod(s, a(s), b(s))
+        if fn == "@in":
+            return lambda s: _in(s, a(s), b(s))
+        raise CELCompileError(f"internal error: unknown operator {fn}")  # pragma: no cover
+
+
+class _NoConst:
+    __slots__ = ()
+
+
+_NO_CONST = _NoConst()
+
+
+def _call(impl: Callable, fns: list[_Fn], consts: list) -> _Fn:
+    n = len(fns)
+    if n == 0:
+        return lambda s: impl(s)
+    if n == 1:
+        a = fns[0]
+        return lambda s: impl(s, a(s))
+    if n == 2:
+        a, b = fns
+        if consts[1] is not _NO_CONST:
+            bv = consts[1]
+            return lambda s: impl(s, a(s), bv)
+        return lambda s: impl(s, a(s), b(s))
+    if n == 3:
+        a, b, c = fns
+        return lambda s: impl(s, a(s), b(s), c(s))
+    return lambda s: impl(s, *[f(s) for f in fns])
+
+
+def _eq_fn(a: _Fn, b: _Fn, ta: _T, tb: _T, ca: Any, cb: Any) -> _Fn:
+    if ca is not _NO_CONST and cb is _NO_CONST:  # constant on the left: swap
+        a, b, ta, tb, ca, cb = b, a, tb, ta, cb, ca
+    if cb is not _NO_CONST:
+        tc = type(cb)
+        if tc is str or tc is bytes or tc is Quantity or tc is Semver:
+            return lambda s: a(s) == cb  # Python equality is CEL equality against these
+        if tc is bool or cb is None:
+            return lambda s: a(s) is cb
+        if tc is int or tc is float or tc is UInt:
+            if ta.kind in _NUMERIC_KINDS:
+                return lambda s: a(s) == cb
+
+            def eq_num(s: list) -> bool:
+                v = a(s)
+                return type(v) in _NUM_TYPES and v == cb
+            return eq_num
+    if ta.kind == tb.kind and ta.kind in _DIRECT_EQ_KINDS:
+        return lambda s: a(s) == b(s)
+    return lambda s: _eq(a(s), b(s))
+
+
+def _compare_fn(fn: str, a: _Fn, b: _Fn, direct: bool, cb: Any) -> _Fn:
+    if direct:
+        if cb is not _NO_CONST:
+            if fn == "_<_":
+                return lambda s: a(s) < cb
+            if fn == "_<=_":
+                return lambda s: a(s) <= cb
+            if fn == "_>_":
+                return lambda s: a(s) > cb
+            return lambda s: a(s) >= cb
+        if fn == "_<_":
+            return lambda s: a(s) < b(s)
+        if fn == "_<=_":
+            return lambda s: a(s) <= b(s)
+        if fn == "_>_":
+            return lambda s: a(s) > b(s)
+        return lambda s: a(s) >= b(s)
+    op = {"_<_": _lt, "_<=_": _le, "_>_": _gt, "_>=_": _ge}[fn]
+    if cb is not _NO_CONST:
+        return lambda s: op(a(s), cb)
+    return lambda s: op(a(s), b(s))
+
+
+def _absorbable(e: CELRuntimeError) -> bool:
+    return type(e) is not CELCostExceeded
+
+
+def _and(a: _Fn, b: _Fn) -> _Fn:
+    """CEL `&&`: commutative with respect to errors (false && error == false)."""
+    def and_(s: list) -> Any:
+        try:
+            x = a(s)
+        except CELRuntimeError as e:
+            if not _absorbable(e):
+                raise
+            return _after_error(s, b, e, False, "_&&_")
+        if x is False:
+            return False
+        if x is True:
+            y = b(s)
+            if y is True or y is False:
+                return y
+            raise _no_overload("_&&_", x, y)
+        return _after_error(s, b, _no_overload("_&&_", x), False, "_&&_")
+    return and_
+
+
+def _or(a: _Fn, b: _Fn) -> _Fn:
+    """CEL `||`: commutative with respect to errors (true || error == true)."""
+    def or_(s: list) -> Any:
+        try:
+            x = a(s)
+        except CELRuntimeError as e:
+            if not _absorbable(e):
+                raise
+            return _after_error(s, b, e, True, "_||_")
+        if x is True:
+            return True
+        if x is False:
+            y = b(s)
+            if y is True or y is False:
+                return y
+            raise _no_overload("_||_", x, y)
+        return _after_error(s, b, _no_overload("_||_", x), True, "_||_")
+    return or_
+
+
+def _after_error(s: list, b: _Fn, err: CELRuntimeError, absorbing: bool, fn: str) -> Any:
+    try:
+        y = b(s)
+    except CELRuntimeError as e2:
+        if not _absorbable(e2):
+            raise
+        raise err from None
+    if y is absorbing:
+        return absorbing
+    raise err
+
+
+def _cond(c: _Fn, a: _Fn, b: _Fn) -> _Fn:
+    def cond(s: list) -> Any:
+        x = c(s)
+        if x is True:
+            return a(s)
+        if x is False:
+            return b(s)
+        raise _no_overload("_?_:_", x)
+    return cond
+
+
+def _not(a: _Fn) -> _Fn:
+    def not_(s: list) -> bool:
+        x = a(s)
+        if x is True:
+            return False
+        if x is False:
+            return True
+        raise _no_overload("!_", x)
+    return not_
+
+
+def _loop_all(rng: _Fn, a: int, b: int | None, pred: _Fn, body: Any, ic: int) -> _Fn:
+    def all_(s: list) -> bool:
+        err = None
+        for x in (_iterable(rng(s)) if b is None else _iterable2(rng(s))):
+            if b is None:
+                s[a] = x
+            else:
+                s[a], s[b] = x
+            s[0] += ic
+            if s[0] > s[1]:
+                _checkpoint(s)
+            try:
+                v = pred(s)
+            except CELRuntimeError as e:
+                if not _absorbable(e):
+                    raise
+                err = err or e
+                continue
+            if v is False:
+                return False
+            if v is not True:
+                err = err or _no_overload("_&&_", True, v)
+        if err is not None:
+            raise err
+        return True
+    return all_
+
+
+def _loop_exists(rng: _Fn, a: int, b: int | None, pred: _Fn, body: Any, ic: int) -> _Fn:
+    def exists(s: list) -> bool:
+        err = None
+        for x in (_iterable(rng(s)) if b is None else _iterable2(rng(s))):
+            if b is None:
+                s[a] = x
+            else:
+                s[a], s[b] = x
+            s[0] += ic
+            if s[0] > s[1]:
+                _checkpoint(s)
+            try:
+                v = pred(s)
+            except CELRuntimeError as e:
+                if not _absorbable(e):
+                    raise
+                err = err or e
+                continue
+            if v is True:
+                return True
+            if v is not False:
+                err = err or _no_overload("_||_", False, v)
+        if err is not None:
+            raise err
+        return False
+    return exists
+
+
+def _loop_exists_one(rng: _Fn, a: int, b: int | None, pred: _Fn, body: Any, ic: int) -> _Fn:
+    def exists_one(s: list) -> bool:
+        count = 0
+        for x in (_iterable(rng(s)) if b is None else _iterable2(rng(s))):
+            if b is None:
+                s[a] = x
+            else:
+                s[a], s[b] = x
+            s[0] += ic
+            if s[0] > s[1]:
+                _checkpoint(s)
+            v = pred(s)
+            if v is True:
+                count += 1
+            elif v is not False:
+                raise _no_overload("_?_:_", v)
+        return count == 1
+    return exists_one
+
+
+def _test(v: Any) -> bool:
+    if v is True or v is False:
+        return v
+    raise _no_overload("_?_:_", v)
+
+
+def _loop_map(rng: _Fn, a: int, b: int | None, pred: _Fn | None, body: _Fn, ic: int) -> _Fn:
+    def map_(s: list) -> list:
+        out = []
+        for x in _iterable(rng(s)):
+            s[a] = x
+            s[0] += ic
+            if s[0] > s[1]:
+                _checkpoint(s)
+            if pred is None or _test(pred(s)):
+                out.append(body(s))
+        return out
+    return map_
+
+
+def _loop_filter(rng: _Fn, a: int, b: int | None, pred: _Fn, body: Any, ic: int) -> _Fn:
+    def filter_(s: list) -> list:
+        out = []
+        for x in _iterable(rng(s)):
+            s[a] = x
+            s[0] += ic
+            if s[0] > s[1]:
+                _checkpoint(s)
+            if _test(pred(s)):
+                out.append(x)
+        return out
+    return filter_
+
+
+def _loop_transform_list(rng: _Fn, a: int, b: int, pred: _Fn | None, body: _Fn, ic: int) -> _Fn:
+    def transform_list(s: list) -> list:
+        out = []
+        for x in _iterable2(rng(s)):
+            s[a], s[b] = x
+            s[0] += ic
+            if s[0] > s[1]:
+                _checkpoint(s)
+            if pred is None or _test(pred(s)):
+                out.append(body(s))
+        return out
+    return transform_list
+
+
+def _loop_transform_map(rng: _Fn, a: int, b: int, pred: _Fn | None, body: _Fn, ic: int) -> _Fn:
+    def transform_map(s: list) -> dict:
+        out = {}
+        for x in _iterable2(rng(s)):
+            s[a], s[b] = x
+            s[0] += ic
+            if s[0] > s[1]:
+                _checkpoint(s)
+            if pred is None or _test(pred(s)):
+                out[x[0]] = body(s)
+        return out
+    return transform_map
+
+
+def _loop_transform_map_entry(rng: _Fn, a: int, b: int, pred: _Fn | None, body: _Fn, ic: int) -> _Fn:
+    def transform_map_entry(s: list) -> dict:
+        out: dict = {}
+        for x in _iterable2(rng(s)):
+            s[a], s[b] = x
+            s[0] += ic
+            if s[0] > s[1]:
+                _checkpoint(s)
+            if pred is None or _test(pred(s)):
+                entry = body(s)
+                if not isinstance(entry, dict):
+                    raise _no_overload("transformMapEntry", entry)
+                for k, v in entry.items():
+                    if k in out:
+                        raise CELRuntimeError(f"insert failed: key {k} already exists")
+                    out[k] = v
+        return out
+    return transform_map_entry
+
+
+_LOOPS: dict[str, Callable[..., _Fn]] = {
+    "all": _loop_all, "exists": _loop_exists, "exists_one": _loop_exists_one, "map": _loop_map,
+    "filter": _loop_filter, "transformList": _loop_transform_list, "transformMap": _loop_transform_map,
+    "transformMapEntry": _loop_transform_map_entry,
+}
+
+
+# ============================================================================ public API
+
+
+class CompiledExpression:
+    """A checked, compiled CEL selector expression.
+
+    `max_cost` is the worst-case cost estimate (compare it with CEL_SELECTOR_EXPRESSION_MAX_COST);
+    `output_type` the static result type ("bool" or "dyn")."""
+
+    __slots__ = ("_dynamic", "_fn", "_tail", "expression", "key", "max_cost", "output_type")
+
+    def __init__(self, expression: str, fn: _Fn, max_cost: int, nslots: int, dynamic: bool,
+                 output_type: str, key: tuple):
+        self.expression = expression
+        self.max_cost = max_cost
+        self.output_type = output_type
+        self.key = key
+        self._fn = fn
+        self._tail = [None] * (nslots - _FIRST_VAR_SLOT)
+        self._dynamic = dynamic
+
+    def __repr__(self) -> str:
+        return f"CompiledExpression({self.expression!r}, max_cost={self.max_cost})"
+
+    def evaluate_value(self, device: Mapping[str, Any], *, cost_limit: int | None = CEL_SELECTOR_EXPRESSION_MAX_COST,
+                       time_budget: float | None = DEFAULT_TIME_BUDGET) -> Any:
+        """Evaluate and return the raw CEL value (bool, int, str, list, dict, Quantity, Semver...)."""
+        env = device if type(device) is DeviceEnv else _as_env(device)
+        limit = _INT64_MAX if cost_limit is None else cost_limit
+        deadline = time.perf_counter() + time_budget if self._dynamic and time_budget is not None else None
+        s = [0, min(limit, _CHECK_EVERY), limit, deadline, env]
+        if self._tail:
+            s += self._tail
+        try:
+            return self._fn(s)
+        except CELRuntimeError:
+            raise
+        except RecursionError:
+            raise CELRuntimeError("expression recursion limit exceeded during evaluation") from None
+        except MemoryError:
+            raise CELCostExceeded("operation cancelled: out of memory") from None
+        except Exception as e:  # a bug or a malformed device; never let it escape as something else
+            raise CELRuntimeError(f"internal evaluation error: {type(e).__name__}: {e}") from e
+
+    def evaluate(self, device: Mapping[str, Any], *, cost_limit: int | None = CEL_SELECTOR_EXPRESSION_MAX_COST,
+                 time_budget: float | None = DEFAULT_TIME_BUDGET) -> bool:
+        """Does the device match? `device` is a DeviceEnv (see device_env) or a plain mapping
+        {"driver", "attributes": {domain: {name: value}}, "capacity": {domain: {name: Quantity}},
+        "allowMultipleAllocations"}. Raises CELRuntimeError (e.g. "no such key: model") or CELCostExceeded."""
+        r = self.evaluate_value(device, cost_limit=cost_limit, time_budget=time_budget)
+        if r is True or r is False:
+            return r
+        t = _tname(r)
+        raise CELRuntimeError(f"CEL result of type {t} could not be converted to bool: "
+                              f"type conversion error from '{t}' to 'bool'")
+
+    def evaluate_cached(self, device_key: Any, device: Mapping[str, Any]) -> bool:
+        """evaluate() memoized per (expression, device_key); device_key must change when the device does
+        (e.g. (slice uid, slice resourceVersion, device name))."""
+        return _evaluate_cached(self, device_key, device)
+
+
+def _as_env(device: Mapping[str, Any]) -> DeviceEnv:
+    attrs = device.get("attributes") or {}
+    caps = device.get("capacity") or {}
+    return DeviceEnv(
+        driver=device.get("driver") or "",
+        attributes=attrs if type(attrs) is _DomainMap else _DomainMap(attrs),
+        capacity=caps if type(caps) is _DomainMap else _DomainMap(caps),
+        allowMultipleAllocations=bool(device.get("allowMultipleAllocations") or False),
+    )
+
+
+_COMPILED: dict[tuple, CompiledExpression | tuple[type, str]] = {}
+_COMPILED_MAX = 4096
+_EVALUATED: dict[tuple, Any] = {}
+_EVALUATED_MAX = 1 << 16
+_cache_lock = threading.Lock()
+
+
+def _remember(cache: dict, key: Any, value: Any, limit: int) -> None:
+    with _cache_lock:
+        if len(cache) >= limit:
+            for old in list(cache)[: limit // 4]:  # drop the oldest quarter (insertion order)
+                cache.pop(old, None)
+        cache[key] = value
+
+
+def compile(expression: str, *, cost_limit: int | None = CEL_SELECTOR_EXPRESSION_MAX_COST,
+            list_type_attributes: bool = True, consumable_capacity: bool = True) -> CompiledExpression:
+    """Parse, type-check, cost-estimate and compile a DRA CEL selector expression (cached).
+
+    Raises CELCompileError with upstream-like text ("compilation failed: ERROR: <input>:1:5: ...",
+    "must evaluate to bool or the unknown type, not int"), or CELCostExceeded("too complex, exceeds cost
+    limit") when the worst-case estimate is above `cost_limit` (pass None for stored expressions, which
+    upstream does not re-check). `list_type_attributes` (DRAListTypeAttributes: includes()) and
+    `consumable_capacity` (DRAConsumableCapacity: device.allowMultipleAllocations) select the
+    environment; stored expressions use both.
+    """
+    key = (expression, bool(list_type_attributes), bool(consumable_capacity))
+    hit = _COMPILED.get(key)
+    if hit is None:
+        try:
+            hit = _compile(expression, _Options(bool(list_type_attributes), bool(consumable_capacity)), key)
+        except CELCompileError as e:
+            hit = (type(e), e.message)
+        _remember(_COMPILED, key, hit, _COMPILED_MAX)
+    if type(hit) is tuple:
+        raise hit[0](hit[1])
+    assert isinstance(hit, CompiledExpression)
+    if cost_limit is not None and hit.max_cost > cost_limit:
+        raise CELCostExceeded(_COST_LIMIT_MESSAGE, hit.max_cost)
+    return hit
+
+
+def _compile(expression: str, opts: _Options, key: tuple) -> CompiledExpression:
+    if not isinstance(expression, str):
+        raise CELCompileError("compilation failed: expression must be a string")
+    try:
+        ast = _Parser(expression).parse()
+    except _SyntaxError as e:
+        raise CELCompileError("compilation failed: " + _format_issues(expression, [(e.pos, e.message)])) from None
+    except RecursionError:  # pragma: no cover - bounded by MAX_RECURSION_DEPTH
+        raise CELCompileError("compilation failed: expression recursion limit exceeded") from None
+    checker = _Checker(opts)
+    try:
+        t = checker.check(ast)
+    except RecursionError:  # pragma: no cover
+        raise CELCompileError("compilation failed: expression recursion limit exceeded") from None
+    if checker.issues:
+        raise CELCompileError("compilation failed: " + _format_issues(expression, checker.issues))
+    if t.kind not in ("bool", "dyn"):
+        raise CELCompileError(f"must evaluate to bool or the unknown type, not {t}")
+    cost = _Estimator().est(ast)[0]
+    comp = _Compiler()
+    fn = comp.c(ast)
+    return CompiledExpression(expression, fn, cost, comp.nslots, comp.dynamic, str(t), key)
+
+
+def _evaluate_cached(ce: CompiledExpression, device_key: Any, device: Mapping[str, Any]) -> bool:
+    k = (ce.key, device_key)
+    hit = _EVALUATED.get(k)
+    if hit is not None:
+        if hit is True or hit is False:
+            return hit
+        raise CELRuntimeError(hit)
+    try:
+        r = ce.evaluate(device)
+    except CELCostExceeded:
+        raise  # depends on limits and time: not cached
+    except CELRuntimeError as e:
+        _remember(_EVALUATED, k, e.message, _EVALUATED_MAX)
+        raise
+    _remember(_EVALUATED, k, r, _EVALUATED_MAX)
+    return r
+
+
+def evaluate_cached(expression: str | CompiledExpression, device_key: Any, device: Mapping[str, Any]) -> bool:
+    """Evaluate a selector against a device, memoized per (expression, device_key). A string expression is
+    compiled without the estimated-cost check (stored expressions are not re-validated upstream; the
+    runtime cost limit still applies). Errors (CELRuntimeError) are memoized too."""
+    ce = expression if isinstance(expression, CompiledExpression) else compile(expression, cost_limit=None)
+    return _evaluate_cached(ce, device_key, device)
+
+
+def clear_caches() -> None:
+    """Drop the compile and evaluation caches."""
+    with _cache_lock:
+        _COMPILED.clear()
+        _EVALUATED.clear()
+
+
+def _attribute_value(name: str, attr: Any) -> Any:
+    if not isinstance(attr, Mapping):
+        raise CELRuntimeError(f"attribute {name}: unsupported attribute value")
+    for field, value in attr.items():
+        if value is None:
+            continue
+        if field == "int" and type(value) is int:
+            return value
+        if field == "bool" and type(value) is bool:
+            return value
+        if field == "string" and type(value) is str:
+            return value
+        if field == "version" and type(value) is str:
+            try:
+                return Semver.parse(value)
+            except ValueError as e:
+                raise CELRuntimeError(f"attribute {name}: parse semantic version: {e}") from None
+        if field in ("ints", "bools", "strings") and isinstance(value, list):
+            return list(value)
+        if field == "versions" and isinstance(value, list):
+            try:
+                return [Semver.parse(v) for v in value]
+            except ValueError as e:
+                raise CELRuntimeError(f"attribute {name}: parse semantic version: {e}") from None
+    raise CELRuntimeError(f"attribute {name}: unsupported attribute value")
+
+
+def _split_qualified(name: str, driver: str) -> tuple[str, str]:
+    domain, sep, ident = name.partition("/")
+    return (domain, ident) if sep else (driver, name)
+
+
+def device_env(driver: str, device: Mapping[str, Any]) -> DeviceEnv:
+    """Build the evaluation input from a ResourceSlice device in v1 wire shape:
+    {"name", "attributes": {"model": {"string": "a100"}, "dra.example.com/v": {"version": "1.2.3"}},
+     "capacity": {"memory": {"value": "40Gi"}}, "allowMultipleAllocations": true}.
+    Unqualified names live in the driver's domain (device.attributes[device.driver].model). Raises
+    CELRuntimeError for an attribute without a supported value or an invalid version/quantity."""
+    attrs = _DomainMap()
+    for name, attr in (device.get("attributes") or {}).items():
+        domain, ident = _split_qualified(name, driver)
+        inner = attrs.get(domain)
+        if inner is None:
+            inner = attrs[domain] = {}
+        inner[ident] = _attribute_value(name, attr)
+    caps = _DomainMap()
+    for name, cap in (device.get("capacity") or {}).items():
+        domain, ident = _split_qualified(name, driver)
+        value = cap.get("value") if isinstance(cap, Mapping) else cap
+        if type(value) is not Quantity:
+            try:
+                value = Quantity.parse(value if isinstance(value, str) else str(value))
+            except ValueError as e:
+                raise CELRuntimeError(f"capacity {name}: {e}") from None
+        inner = caps.get(domain)
+        if inner is None:
+            inner = caps[domain] = {}
+        inner[ident] = value
+    return DeviceEnv(driver=driver or "", attributes=attrs, capacity=caps,
+                     allowMultipleAllocations=bool(device.get("allowMultipleAllocations") or False))

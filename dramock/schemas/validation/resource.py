@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable
 from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal, InvalidOperation, localcontext
 from typing import Any
 
-from dramock.admission import strategy as _strategy
 from dramock.schemas.featuregates import FeatureGates
+from dramock.schemas.validation.field import cause, forbidden, invalid_value, required, semantic_equal
 
 try:  # Written by another engineer; validation works (without compiling CEL) when it is missing.
     from dramock.schemas import cel as _cel
@@ -79,26 +79,6 @@ DEVICE_TOLERATION_OPERATORS = ["Equal", "Exists"]
 ALLOCATION_MODES = ["All", "ExactCount"]
 ALLOCATION_CONFIG_SOURCES = ["FromClaim", "FromClass"]
 SKIP_NODE_OPERATIONS = ["*", "NodePrepareResources", "NodeUnprepareResources"]
-
-# --- cause constructors ---
-# strategy.py's helpers are looked up at call time, so that strategy.py may import this package at its top.
-
-
-def cause(reason: str, field: str, message: str) -> Cause:
-    return _strategy.cause(reason, field, message)
-
-
-def invalid_value(field: str, value: Any, detail: str) -> Cause:
-    return _strategy.invalid_value(field, value, detail)
-
-
-def required(field: str, detail: str = "") -> Cause:
-    return _strategy.required(field, detail)
-
-
-def forbidden(field: str, detail: str) -> Cause:
-    return _strategy.forbidden(field, detail)
-
 
 def render(value: Any) -> str:
     """A bad value the way field.Error prints simple values: strings quoted, the rest as JSON."""
@@ -1009,7 +989,7 @@ def validate_resource_claim(obj: Obj, *, gates: FeatureGates | None = None) -> l
 
 def validate_resource_claim_update(new: Obj, old: Obj, *, gates: FeatureGates | None = None) -> list[Cause]:
     """The spec is immutable; nothing else of the spec is validated again on update."""
-    if (new.get("spec") or {}) != (old.get("spec") or {}):
+    if not semantic_equal(new.get("spec"), old.get("spec")):
         return [invalid_value("spec", new.get("spec"), "field is immutable")]
     return []
 
@@ -1057,7 +1037,7 @@ def validate_resource_claim_status_update(new: Obj, old: Obj, *, gates: FeatureG
 
     old_allocation = old_status.get("allocation")
     if old_allocation is not None and allocation is not None:
-        if allocation != old_allocation:
+        if not semantic_equal(allocation, old_allocation):
             errs.append(invalid_value(child(path, "allocation"), allocation, "field is immutable"))
     elif allocation is not None:
         errs += _validate_allocation_result(_dict(allocation), child(path, "allocation"), names)
@@ -1238,7 +1218,7 @@ def validate_resource_claim_template(obj: Obj, *, gates: FeatureGates | None = N
 
 def validate_resource_claim_template_update(new: Obj, old: Obj, *, gates: FeatureGates | None = None
                                             ) -> list[Cause]:
-    if (new.get("spec") or {}) != (old.get("spec") or {}):
+    if not semantic_equal(new.get("spec"), old.get("spec")):
         return [invalid_value("spec", new.get("spec"), "field is immutable")]
     return []
 
