@@ -18,7 +18,6 @@ x-kubernetes-map-type is atomic, and schema-less values are "deduced" (maps gran
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 from collections.abc import Iterable, Iterator
@@ -29,6 +28,7 @@ from typing import Any
 import yaml
 
 from dramock.errors import APIError, bad_request
+from dramock.jsonvalue import clone
 from dramock.schemas import defs
 
 Obj = dict[str, Any]
@@ -853,7 +853,7 @@ def _store_managed(obj: Obj, managed: Managed) -> None:
 
 
 def _without_managed_fields(obj: Obj) -> Obj:
-    out = copy.deepcopy(obj)
+    out = clone(obj)
     if isinstance(out.get("metadata"), dict):
         out["metadata"].pop("managedFields", None)
     return out
@@ -978,7 +978,7 @@ def _zero_object(definition: str, api_version: str) -> Obj:
         props = defs.definition(definition).get("properties") or {}
         zero = {k: {} for k in ("spec", "status") if k in props and _type_of(props[k]).kind == "struct"}
     out: Obj = {"apiVersion": api_version, "kind": _kind_of(definition, api_version), "metadata": {}}
-    out.update(copy.deepcopy(zero))
+    out.update(clone(zero))
     return out
 
 
@@ -988,10 +988,10 @@ def _with_zero(obj: Obj, zero: Obj) -> Obj:
     Stored objects may omit empty non-pointer structs (`status: {}`) that upstream's typed values
     always carry; comparing with them missing would report them as newly added containers.
     """
-    out = copy.deepcopy(obj)
+    out = clone(obj)
     for k, z in zero.items():
         if k not in out:
-            out[k] = copy.deepcopy(z)
+            out[k] = clone(z)
         elif isinstance(z, dict) and isinstance(out[k], dict):
             out[k] = _with_zero(out[k], z)
     return out
@@ -1019,7 +1019,7 @@ def track_update(old: Obj | None, new: Obj, *, manager: str, api_version: str, d
     dotted top-level paths the strategy resets for this endpoint ("status" on the main resource,
     "spec"/"metadata" on status), which nobody gains by writing them.
     """
-    result = copy.deepcopy(new)
+    result = clone(new)
     if not isinstance(result.get("metadata"), dict):
         return result
     managed = _managed_for_update(old, new, subresource)
@@ -1104,7 +1104,7 @@ def apply(live: Obj | None, config: Obj | str | bytes, *, manager: str, force: b
         if isinstance(annotations, dict) and annotations.get(LAST_APPLIED):
             annotations[LAST_APPLIED] = _build_last_applied(config)
 
-    obj = _drop_nulls(copy.deepcopy(obj))
+    obj = _drop_nulls(clone(obj))
     obj_name = _meta(obj).get("name") or ""
     if name is not None and obj_name != name:
         # checkName runs once the patch is applied, so conflicts are reported first.
@@ -1125,7 +1125,7 @@ def _decode_config(config: Obj | str | bytes) -> Obj:
         kind = "array" if isinstance(config, list) else "string" if isinstance(config, str) else "number"
         raise bad_request("error decoding YAML: error unmarshaling JSON: while decoding JSON: json: "
                           f"cannot unmarshal {kind} into Go value of type map[string]interface {{}}")
-    return copy.deepcopy(config)
+    return clone(config)
 
 
 def _apply_once(root: defs.Schema, live: Obj, config: Obj, managed: Managed, me: _Entry, force: bool,
@@ -1217,7 +1217,7 @@ def _allowed_from_last_applied(root: defs.Schema, live: Obj, api_version: str) -
 
 def _build_last_applied(config: Obj) -> str:
     """The annotation kubectl server-side apply keeps in sync: the config minus itself, as Go encodes it."""
-    c = copy.deepcopy(config)
+    c = clone(config)
     annotations = _meta(c).get("annotations")
     if isinstance(annotations, dict):
         annotations.pop(LAST_APPLIED, None)

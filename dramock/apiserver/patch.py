@@ -13,7 +13,6 @@ All functions are pure: they return a new object and raise `APIError` for bad in
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
@@ -21,6 +20,7 @@ import jsonpatch
 import jsonpointer
 
 from dramock.errors import APIError, bad_request, invalid
+from dramock.jsonvalue import clone
 from dramock.schemas import defs
 
 Obj = dict[str, Any]
@@ -147,7 +147,7 @@ def apply_json_patch(obj: Obj, ops: list | str | bytes) -> Obj:
         raise APIError(413, "RequestEntityTooLarge",
                        "Request entity too large: The allowed maximum operations in a JSON patch is "
                        f"{MAX_JSON_PATCH_OPERATIONS}, got {len(ops)}")
-    doc: Any = copy.deepcopy(obj)
+    doc: Any = clone(obj)
     for op in ops:
         doc = _apply_one_op(doc, op)
     if not isinstance(doc, dict):
@@ -189,12 +189,12 @@ def apply_merge_patch(obj: Obj, patch: Any) -> Obj:
             raise bad_request(BAD_JSON_PATCH) from None
     if isinstance(patch, list):
         # The merged document is the (pruned) array itself, which then fails to decode into the kind.
-        result = [_prune_nulls(copy.deepcopy(x)) if x is not None else None for x in patch]
+        result = [_prune_nulls(clone(x)) if x is not None else None for x in patch]
         raise _invalid_patch_result(result)
     if not isinstance(patch, dict):
         raise bad_request(BAD_JSON_PATCH)
-    doc = copy.deepcopy(obj)
-    _merge_docs(doc, copy.deepcopy(patch))
+    doc = clone(obj)
+    _merge_docs(doc, clone(patch))
     return doc
 
 
@@ -269,7 +269,7 @@ def apply_strategic_merge_patch(obj: Obj, patch: Any, definition_name: str) -> O
                           "map[string]interface {}")
     schema = defs.definition(definition_name)
     try:
-        return _merge_map(copy.deepcopy(obj), copy.deepcopy(patch), schema)
+        return _merge_map(clone(obj), clone(patch), schema)
     except _SMPError as e:
         if e.kind == "bad_request":
             raise bad_request(e.message) from None

@@ -21,6 +21,7 @@ from multidict import MultiMapping
 from dramock.admission import strategy as strategies
 from dramock.admission.chain import Admission
 from dramock import errors
+from dramock.jsonvalue import clone
 from dramock.apiserver import codec, fieldmanager, patch, selectors
 from dramock.schemas import convert
 from dramock.schemas.registry import Kind
@@ -34,11 +35,6 @@ _NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # upstream's generateName
 
 def now_rfc3339() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def clone(obj: Any) -> Any:
-    """Deep copy of a JSON value: stored objects are shared and must never be mutated."""
-    return json.loads(json.dumps(obj))
 
 
 def meta(obj: Obj) -> Obj:

@@ -85,6 +85,7 @@ _log = sa.Table(
     sa.Column("value", sa.Text, nullable=False),
     sa.Index("revlog_key", "bucket", "name", "id"),
 )
+_INSERT = _log.insert()  # built once: constructing the statement per write costs more than the write
 _meta = sa.Table(
     "meta", _metadata,
     sa.Column("key", sa.String, primary_key=True),
@@ -260,9 +261,8 @@ class RevisionLog:
         self._stamp(obj, revision)
         value = json.dumps(obj, separators=(",", ":"))
         with self._conn.begin():
-            self._conn.execute(_log.insert().values(
-                id=revision, bucket=bucket, name=name,
-                created=kind == ADDED, deleted=kind == DELETED, value=value))
+            self._conn.execute(_INSERT, {"id": revision, "bucket": bucket, "name": name,
+                                         "created": kind == ADDED, "deleted": kind == DELETED, "value": value})
         # Committed: only now does memory (and so every reader and watcher) see it.
         self.revision = revision
         self._apply(Event(kind, bucket, name, revision, obj, prev, value))
