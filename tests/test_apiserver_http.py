@@ -414,3 +414,56 @@ def test_serve_deletes_namespaces_with_their_contents(tmp_path):
         assert s.request("GET", "/apis/resource.k8s.io/v1/namespaces/doomed/resourceclaims/in-doomed")[0] == 404
     finally:
         stop(s)
+
+
+def test_dry_run_stores_nothing(server):
+    code, _, body = server.request("POST", CLAIMS + "?dryRun=All", claim("dry"))
+    assert code == 201 and body["metadata"]["name"] == "dry" and body["metadata"]["uid"]
+    assert server.request("GET", CLAIMS + "/dry")[0] == 404
+    code, _, body = server.request("POST", CLAIMS + "?dryRun=Bogus", claim("dry"))
+    assert (code, body["reason"]) == (400, "BadRequest")
+
+
+def test_partial_object_metadata_and_table(server):
+    server.request("POST", CLAIMS, claim("pom", {"pom": "yes"}))
+    accept = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+    code, _, body = server.request("GET", CLAIMS + "?labelSelector=pom", headers={"Accept": accept})
+    assert code == 200 and body["kind"] == "PartialObjectMetadataList"
+    assert body["items"][0]["kind"] == "PartialObjectMetadata" and "spec" not in body["items"][0]
+    assert body["items"][0]["metadata"]["labels"] == {"pom": "yes"}
+    accept = "application/json;as=Table;g=meta.k8s.io;v=v1"
+    code, _, table = server.request("GET", CLAIMS + "/pom", headers={"Accept": accept})
+    assert code == 200 and table["kind"] == "Table"
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "State", "Age"]
+    assert table["rows"][0]["cells"][:2] == ["pom", "pending"]
+    code, _, body = server.request("GET", CLAIMS, headers={"Accept": "application/json;as=Widget;g=x;v=v1"})
+    assert (code, body["reason"]) == (406, "NotAcceptable")
+
+
+def test_yaml_body_and_unsupported_media_type(server):
+    body = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\ndata:\n  k: v\n"
+    code, _, created = server.request("POST", "/api/v1/namespaces/default/configmaps", body,
+                                      content_type="application/yaml")
+    assert code == 201 and created["data"] == {"k": "v"}
+    code, _, err = server.request("POST", "/api/v1/namespaces/default/configmaps", b"x", content_type="text/csv")
+    assert (code, err["reason"]) == (415, "UnsupportedMediaType")
+    code, _, err = server.request("POST", "/api/v1/namespaces/default/configmaps", b"a: [",
+                                  content_type="application/yaml")
+    assert (code, err["reason"]) == (400, "BadRequest")
+
+
+def test_delete_collection_with_selector(server):
+    ns = "/api/v1/namespaces/default/configmaps"
+    for i in range(3):
+        server.request("POST", ns, {"metadata": {"name": f"dc-{i}", "labels": {"dc": "yes" if i < 2 else "no"}}})
+    code, _, body = server.request("DELETE", ns + "?labelSelector=dc%3Dyes")
+    assert code == 200 and body["kind"] == "ConfigMapList"
+    assert sorted(i["metadata"]["name"] for i in body["items"]) == ["dc-0", "dc-1"]
+    assert [server.request("GET", f"{ns}/dc-{i}")[0] for i in range(3)] == [404, 404, 200]
+
+
+def test_method_not_allowed(server):
+    code, _, body = server.request("DELETE", "/api/v1/namespaces")
+    assert (code, body["reason"]) == (405, "MethodNotAllowed")
+    code, _, body = server.request("POST", CLAIMS + "/x")
+    assert (code, body["reason"]) == (405, "MethodNotAllowed")

@@ -102,6 +102,8 @@ class Result:
     code: int = 200
     # The stored JSON of `body` when it is a stored object in the stored version (saves encoding).
     encoded: str | None = None
+    # For deletes: the object as deleted (or marked for deletion), whatever `body` answers.
+    deleted: Obj | None = None
 
 
 class Rest:
@@ -440,25 +442,27 @@ class Rest:
             if kind.plural == "namespaces":
                 obj.setdefault("status", {})["phase"] = "Terminating"
             if obj == old:
-                return Result(convert.from_storage(old, kind), 202 if kind.return_deleted_object else 200)
-            if call.dry_run:
-                return Result(convert.from_storage(obj, kind), 202)
-            stored = self.store.update(kind.storage_bucket, key, obj)
-            return Result(convert.from_storage(stored, kind), 202)
+                body = convert.from_storage(old, kind)
+                return Result(body, 202 if kind.return_deleted_object else 200, deleted=body)
+            if not call.dry_run:
+                obj = self.store.update(kind.storage_bucket, key, obj)
+            body = convert.from_storage(obj, kind)
+            return Result(body, 202, deleted=body)
         if call.dry_run:
             return self._deleted_result(kind, old)
         stored = self.store.delete(kind.storage_bucket, key)
         return self._deleted_result(kind, stored)
 
     def _deleted_result(self, kind: Kind, obj: Obj) -> Result:
+        deleted = convert.from_storage(obj, kind)
         if kind.return_deleted_object:
-            return Result(convert.from_storage(obj, kind))
+            return Result(deleted, deleted=deleted)
         m = obj["metadata"]
         details = {"name": m["name"], "kind": kind.plural, "uid": m.get("uid")}
         if kind.group:
             details = {"name": m["name"], "group": kind.group, "kind": kind.plural, "uid": m.get("uid")}
         return Result({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                       "details": details})
+                       "details": details}, deleted=deleted)
 
     def _graceful_pending(self, kind: Kind, obj: Obj) -> bool:
         """Whether a pod is still in its graceful termination (kubelet has not confirmed yet)."""
@@ -514,7 +518,7 @@ class Rest:
             if old is None:
                 continue
             try:
-                deleted.append(self._delete_one(call, key, old, options).body)
+                deleted.append(self._delete_one(call, key, old, options).deleted)
             except errors.APIError:
                 continue
         return Result({"kind": kind.list_kind, "apiVersion": kind.api_version,
