@@ -15,7 +15,6 @@ import asyncio
 import json
 import os
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -218,7 +217,7 @@ async def main() -> None:
         print(f"{op:<24}{m['ops']:>14.0f}{m['p50']:>9.2f}{m['p99']:>9.2f}   "
               f"{b['ops']:>11.0f}{b['p50']:>9.2f}{b['p99']:>9.2f}   {m['ops'] / b['ops']:>6.2f}")
     print("(ratio = dramock throughput / bare aiohttp throughput; watch fan-out counts events delivered)")
-    del statistics
+
 
 
 if __name__ == "__main__":

@@ -2,8 +2,16 @@
 
 import pytest
 
-from dramock.storage.revlog import (ADDED, DELETED, MODIFIED, Compacted, KeyExists, KeyNotFound,
-                                    RevisionConflict, RevisionLog)
+from dramock.storage.revlog import (
+    ADDED,
+    DELETED,
+    MODIFIED,
+    Compacted,
+    KeyExists,
+    KeyNotFound,
+    RevisionConflict,
+    RevisionLog,
+)
 
 
 def stamp(obj, rev):

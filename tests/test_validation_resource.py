@@ -149,7 +149,8 @@ def per_device_slice(*devices: dict) -> dict:
 def counters_slice(**spec: Any) -> dict:
     s = rslice(nodeName=None, allNodes=True, **spec)
     del s["spec"]["devices"]
-    s["spec"]["sharedCounters"] = spec.get("sharedCounters", [{"name": "gpu-0", "counters": {"memory": {"value": "8Gi"}}}])
+    s["spec"]["sharedCounters"] = spec.get(
+        "sharedCounters", [{"name": "gpu-0", "counters": {"memory": {"value": "8Gi"}}}])
     return s
 
 
@@ -603,7 +604,8 @@ case("class/too-many-selectors", lambda: validate_device_class(device_class(sele
      ("spec.selectors", MANY, "Too many: 33: must have at most 32 items"))
 case("class/selector-without-cel", lambda: validate_device_class(device_class(selectors=[{}])),
      ("spec.selectors[0].cel", REQ))
-case("class/cel-too-long", lambda: validate_device_class(device_class(selectors=[{"cel": {"expression": "x" * 10241}}])),
+case("class/cel-too-long",
+     lambda: validate_device_class(device_class(selectors=[{"cel": {"expression": "x" * 10241}}])),
      ("spec.selectors[0].cel.expression", LONG))
 case("class/too-many-configs", lambda: validate_device_class(device_class(config=[opaque()] * 33)),
      ("spec.config", MANY, "Too many: 33: must have at most 32 items"))
@@ -971,9 +973,10 @@ case("slice/skip-node-operations", lambda: validate_resource_slice(rslice(skipNo
     ("spec.skipNodeOperations[1]", NSUP, ('Unsupported value: "Bogus": supported values: "*", "NodePrepareResources", '
                                          '"NodeUnprepareResources"')),
     ("spec.skipNodeOperations[2]", NSUP), ("spec.skipNodeOperations[2]", DUP),
-    ("spec.skipNodeOperations", INV, ('Invalid value: []resource.SkipNodeOperation{"NodePrepareResources", "Bogus", '
-                                     '"Bogus"}: NodePrepareResources cannot be skipped unless NodeUnprepareResources is '
-                                     'also skipped')))
+    ("spec.skipNodeOperations", INV,
+     ('Invalid value: []resource.SkipNodeOperation{"NodePrepareResources", "Bogus", '
+      '"Bogus"}: NodePrepareResources cannot be skipped unless NodeUnprepareResources is '
+      'also skipped')))
 case("slice/skip-node-operations-valid", lambda: validate_resource_slice(rslice(skipNodeOperations=[
     "NodePrepareResources", "NodeUnprepareResources"])))
 case("slice/skip-node-operations-all", lambda: validate_resource_slice(rslice(skipNodeOperations=[
@@ -1035,7 +1038,8 @@ case("taint-rule/bad-selector", lambda: validate_device_taint_rule(taint_rule(se
     ("spec.deviceSelector.device", INV, f'Invalid value: "{BAD_NAME}": {LABEL_MSG}'))
 case("taint-rule/missing-effect", lambda: validate_device_taint_rule(taint_rule({"key": "a"})),
      ("spec.taint.effect", REQ, "Required value"))
-case("taint-rule/bad-effect", lambda: validate_device_taint_rule(taint_rule({"key": "a", "effect": "PreferNoSchedule"})),
+case("taint-rule/bad-effect",
+     lambda: validate_device_taint_rule(taint_rule({"key": "a", "effect": "PreferNoSchedule"})),
      ("spec.taint.effect", NSUP, ('Unsupported value: "PreferNoSchedule": supported values: "NoExecute", '
                                  '"NoSchedule", "None"')))
 case("taint-rule/missing-key", lambda: validate_device_taint_rule(taint_rule({"effect": "None"})),

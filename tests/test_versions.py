@@ -333,7 +333,8 @@ def test_v1beta1_device_without_basic() -> None:
                      "devices": [{"name": "a"}, {"name": "b", "basic": {"nodeName": "n1",
                                                                        "attributes": {"x": {"bool": True}}}}]}}
     v1 = to_v1(beta, "v1beta1")
-    assert v1["spec"]["devices"] == [{"name": "a"}, {"name": "b", "nodeName": "n1", "attributes": {"x": {"bool": True}}}]
+    assert v1["spec"]["devices"] == [{"name": "a"},
+                                     {"name": "b", "nodeName": "n1", "attributes": {"x": {"bool": True}}}]
     assert v1["spec"]["allNodes"] is True
     _assert_structural(v1, "v1", "ResourceSlice")
 

@@ -18,15 +18,14 @@ from typing import Any
 
 from multidict import MultiMapping
 
+from dramock import errors
 from dramock.admission import strategy as strategies
 from dramock.admission.chain import Admission
-from dramock import errors
-from dramock.jsonvalue import clone
 from dramock.apiserver import codec, fieldmanager, patch, selectors
+from dramock.jsonvalue import clone
 from dramock.schemas import convert
 from dramock.schemas.registry import Kind
-from dramock.storage.revlog import (Compacted, FutureRevision, KeyExists, KeyNotFound, RevisionConflict,
-                                    RevisionLog)
+from dramock.storage.revlog import Compacted, FutureRevision, KeyExists, KeyNotFound, RevisionConflict, RevisionLog
 
 Obj = dict[str, Any]
 

@@ -30,13 +30,14 @@ Public API:
 
 from __future__ import annotations
 
+import contextlib
 import decimal
 import math
 import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from fractions import Fraction
 from operator import itemgetter
 from typing import Any
@@ -95,9 +96,22 @@ _INT64_MAX = (1 << 63) - 1
 _INT64_MIN = -(1 << 63)
 _UINT64_MAX = (1 << 64) - 1
 
-# Python-level recursion is what deep (left-nested) expressions need; 3.11 does not use the C stack for it.
-if sys.getrecursionlimit() < 20000:
-    sys.setrecursionlimit(20000)
+_DEEP_EXPRESSION = 150  # closure nesting depth above which evaluation raises the recursion limit
+
+
+@contextlib.contextmanager
+def _recursion_headroom(frames: int) -> Iterator[None]:
+    """Temporarily allow `frames` more Python frames (pure-Python recursion: CPython 3.11+ does not use
+    the C stack for it). Only compiling, and evaluating unusually deep expressions, need this."""
+    old = sys.getrecursionlimit()
+    if frames + 1000 <= old:
+        yield
+        return
+    sys.setrecursionlimit(frames + 1000)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
 
 
 # ============================================================================ errors
@@ -1641,10 +1655,16 @@ class _Checker:
             n.fn = fn = f"{_qualified_name(n.target)}.{fn}"
             n.target = None
         if fn == "_&&_" or fn == "_||_":
-            ts = [self.check(a) for a in n.args]
-            if any(t.kind not in ("bool", "dyn", "error") for t in ts):
-                return self.err(n.pos, f"found no matching overload for '{fn}' applied to '({ts[0]}, {ts[1]})'")
-            return BOOL
+            links, operands = _logic_chain(n)
+            types = {id(o): self.check(o) for o in operands}
+            result = BOOL
+            for i, link in enumerate(links):  # bottom-up: the left operand of a link is the link below it
+                lt = links[i - 1].t if i else types[id(link.args[0])]
+                rt = types[id(link.args[1])]
+                if lt.kind not in ("bool", "dyn", "error") or rt.kind not in ("bool", "dyn", "error"):
+                    result = self.err(link.pos, f"found no matching overload for '{fn}' applied to '({lt}, {rt})'")
+                link.t = result
+            return result
         if fn == "_?_:_":
             c, a, b = (self.check(x) for x in n.args)
             if c.kind not in ("bool", "dyn", "error"):
@@ -1699,6 +1719,18 @@ class _Checker:
         if all(r == first for r in results):
             return first
         return DYN
+
+
+def _logic_chain(n: Call) -> tuple[list[Call], list[_Node]]:
+    """A left-nested chain a && b && c ... (same operator): its links bottom-up and its operands, found
+    without recursion (selectors with hundreds of clauses must not hit the recursion limit)."""
+    links = []
+    cur: _Node = n
+    while isinstance(cur, Call) and cur.fn == n.fn and cur.target is None and len(cur.args) == 2:
+        links.append(cur)
+        cur = cur.args[0]
+    links.reverse()
+    return links, [cur] + [link.args[1] for link in links]
 
 
 def _namespace(n: Call, checker: _Checker) -> bool:
@@ -2871,12 +2903,13 @@ class _Estimator:
 
     def e_Call(self, n: Call) -> tuple[int, int, _Sz]:
         fn = n.fn
+        if fn == "_&&_" or fn == "_||_":
+            ests = [self.est(o) for o in _logic_chain(n)[1]]
+            return sum(e[0] for e in ests), sum(e[1] for e in ests), _SZ_ONE
         parts = ([n.target] if n.target is not None else []) + list(n.args)
         ests = [self.est(p) for p in parts]
         c = sum(e[0] for e in ests)
         lc = sum(e[1] for e in ests)
-        if fn == "_&&_" or fn == "_||_":
-            return c, lc, _SZ_ONE
         if fn == "_?_:_":
             (cc, cl, _), (ac, al, asz), (bc, bl, bsz) = ests
             return cc + max(ac, bc), cl + max(al, bl), _bigger(asz, bsz)
@@ -2976,13 +3009,19 @@ class _Compiler:
         self.nslots = _FIRST_VAR_SLOT
         self.dynamic = False  # loops or size-dependent operations: evaluation gets a wall-clock deadline
         self.consts: dict[int, Any] = {}
+        self.depth = self.max_depth = 0
 
     def new_slot(self) -> int:
         self.nslots += 1
         return self.nslots - 1
 
     def c(self, n: _Node) -> _Fn:
-        return getattr(self, "k_" + type(n).__name__)(n)
+        self.depth += 1
+        if self.depth > self.max_depth:
+            self.max_depth = self.depth
+        fn = getattr(self, "k_" + type(n).__name__)(n)
+        self.depth -= 1
+        return fn
 
     def const(self, n: _Node, v: Any) -> _Fn:
         self.consts[id(n)] = v
@@ -3149,10 +3188,8 @@ class _Compiler:
     # --- calls
     def k_Call(self, n: Call) -> _Fn:
         fn = n.fn
-        if fn == "_&&_":
-            return _and(self.c(n.args[0]), self.c(n.args[1]))
-        if fn == "_||_":
-            return _or(self.c(n.args[0]), self.c(n.args[1]))
+        if fn == "_&&_" or fn == "_||_":
+            return _logic([self.c(o) for o in _logic_chain(n)[1]], fn == "_||_")
         if fn == "_?_:_":
             return _cond(*(self.c(a) for a in n.args))
         parts = ([n.target] if n.target is not None else []) + list(n.args)
@@ -3288,56 +3325,52 @@ def _absorbable(e: CELRuntimeError) -> bool:
     return type(e) is not CELCostExceeded
 
 
-def _and(a: _Fn, b: _Fn) -> _Fn:
-    """CEL `&&`: commutative with respect to errors (false && error == false)."""
-    def and_(s: list) -> Any:
-        try:
-            x = a(s)
-        except CELRuntimeError as e:
-            if not _absorbable(e):
-                raise
-            return _after_error(s, b, e, False, "_&&_")
-        if x is False:
-            return False
-        if x is True:
-            y = b(s)
-            if y is True or y is False:
-                return y
-            raise _no_overload("_&&_", x, y)
-        return _after_error(s, b, _no_overload("_&&_", x), False, "_&&_")
-    return and_
+def _logic(fns: list[_Fn], disjunction: bool) -> _Fn:
+    """CEL `&&` (`||`) over a chain of operands, left to right with short-circuit, commutative with respect
+    to errors: one false (true) operand decides even if others fail; otherwise the first error wins."""
+    decisive = disjunction  # the value that decides: True for ||, False for &&
+    other = not disjunction
+    fn = "_||_" if disjunction else "_&&_"
 
+    def logic(s: list) -> bool:
+        err = None
+        for f in fns:
+            try:
+                x = f(s)
+            except CELRuntimeError as e:
+                if type(e) is CELCostExceeded:
+                    raise
+                if err is None:
+                    err = e
+                continue
+            if x is decisive:
+                return decisive
+            if x is not other and err is None:
+                err = _no_overload(fn, x)
+        if err is not None:
+            raise err
+        return other
 
-def _or(a: _Fn, b: _Fn) -> _Fn:
-    """CEL `||`: commutative with respect to errors (true || error == true)."""
-    def or_(s: list) -> Any:
-        try:
-            x = a(s)
-        except CELRuntimeError as e:
-            if not _absorbable(e):
-                raise
-            return _after_error(s, b, e, True, "_||_")
-        if x is True:
-            return True
-        if x is False:
-            y = b(s)
-            if y is True or y is False:
-                return y
-            raise _no_overload("_||_", x, y)
-        return _after_error(s, b, _no_overload("_||_", x), True, "_||_")
-    return or_
+    if len(fns) == 2:  # the common case, unrolled; anything unusual takes the general path
+        a, b = fns
 
-
-def _after_error(s: list, b: _Fn, err: CELRuntimeError, absorbing: bool, fn: str) -> Any:
-    try:
-        y = b(s)
-    except CELRuntimeError as e2:
-        if not _absorbable(e2):
-            raise
-        raise err from None
-    if y is absorbing:
-        return absorbing
-    raise err
+        def logic2(s: list) -> bool:
+            try:
+                x = a(s)
+            except CELRuntimeError:
+                return logic(s)
+            if x is decisive:
+                return decisive
+            if x is other:
+                try:
+                    y = b(s)
+                except CELRuntimeError:
+                    return logic(s)
+                if y is True or y is False:
+                    return y
+            return logic(s)
+        return logic2
+    return logic
 
 
 def _cond(c: _Fn, a: _Fn, b: _Fn) -> _Fn:
@@ -3536,7 +3569,7 @@ class CompiledExpression:
     `max_cost` is the worst-case cost estimate (compare it with CEL_SELECTOR_EXPRESSION_MAX_COST);
     `output_type` the static result type ("bool" or "dyn")."""
 
-    __slots__ = ("_dynamic", "_fn", "_tail", "expression", "key", "max_cost", "output_type")
+    __slots__ = ("_dynamic", "_fn", "_results", "_tail", "expression", "key", "max_cost", "output_type")
 
     def __init__(self, expression: str, fn: _Fn, max_cost: int, nslots: int, dynamic: bool,
                  output_type: str, key: tuple):
@@ -3547,6 +3580,7 @@ class CompiledExpression:
         self._fn = fn
         self._tail = [None] * (nslots - _FIRST_VAR_SLOT)
         self._dynamic = dynamic
+        self._results: dict[Any, Any] = {}  # evaluate_cached: device key -> bool or error message
 
     def __repr__(self) -> str:
         return f"CompiledExpression({self.expression!r}, max_cost={self.max_cost})"
@@ -3602,8 +3636,7 @@ def _as_env(device: Mapping[str, Any]) -> DeviceEnv:
 
 _COMPILED: dict[tuple, CompiledExpression | tuple[type, str]] = {}
 _COMPILED_MAX = 4096
-_EVALUATED: dict[tuple, Any] = {}
-_EVALUATED_MAX = 1 << 16
+_EVALUATED_MAX = 1 << 16  # cached results per compiled expression
 _cache_lock = threading.Lock()
 
 
@@ -3667,20 +3700,22 @@ def _compile(expression: str, opts: _Options, key: tuple) -> CompiledExpression:
 
 
 def _evaluate_cached(ce: CompiledExpression, device_key: Any, device: Mapping[str, Any]) -> bool:
-    k = (ce.key, device_key)
-    hit = _EVALUATED.get(k)
+    results = ce._results
+    hit = results.get(device_key)
     if hit is not None:
         if hit is True or hit is False:
             return hit
         raise CELRuntimeError(hit)
+    if len(results) >= _EVALUATED_MAX:
+        results.clear()
     try:
         r = ce.evaluate(device)
     except CELCostExceeded:
         raise  # depends on limits and time: not cached
     except CELRuntimeError as e:
-        _remember(_EVALUATED, k, e.message, _EVALUATED_MAX)
+        results[device_key] = e.message
         raise
-    _remember(_EVALUATED, k, r, _EVALUATED_MAX)
+    results[device_key] = r
     return r
 
 
@@ -3695,33 +3730,54 @@ def evaluate_cached(expression: str | CompiledExpression, device_key: Any, devic
 def clear_caches() -> None:
     """Drop the compile and evaluation caches."""
     with _cache_lock:
+        for ce in _COMPILED.values():
+            if isinstance(ce, CompiledExpression):
+                ce._results.clear()
         _COMPILED.clear()
-        _EVALUATED.clear()
+        _SEMVERS.clear()
+        _QUANTITIES.clear()
+
+
+_SEMVERS: dict[str, Semver] = {}
+_QUANTITIES: dict[str, Quantity] = {}
+
+
+def _memo_parse(memo: dict, parse: Callable[[str], Any], text: str) -> Any:
+    """Parse through a bounded memo (values repeat across the devices of a cluster; both types are
+    immutable)."""
+    v = memo.get(text)
+    if v is None:
+        v = parse(text)
+        if len(memo) >= 8192:
+            memo.clear()
+        memo[text] = v
+    return v
 
 
 def _attribute_value(name: str, attr: Any) -> Any:
-    if not isinstance(attr, Mapping):
+    if type(attr) is not dict and not isinstance(attr, Mapping):
         raise CELRuntimeError(f"attribute {name}: unsupported attribute value")
     for field, value in attr.items():
         if value is None:
             continue
-        if field == "int" and type(value) is int:
+        tv = type(value)
+        if field == "string" and tv is str:
             return value
-        if field == "bool" and type(value) is bool:
+        if field == "int" and tv is int:
             return value
-        if field == "string" and type(value) is str:
+        if field == "bool" and tv is bool:
             return value
-        if field == "version" and type(value) is str:
+        if field == "version" and tv is str:
             try:
-                return Semver.parse(value)
+                return _memo_parse(_SEMVERS, Semver.parse, value)
             except ValueError as e:
                 raise CELRuntimeError(f"attribute {name}: parse semantic version: {e}") from None
-        if field in ("ints", "bools", "strings") and isinstance(value, list):
+        if field in ("ints", "bools", "strings") and tv is list:
             return list(value)
-        if field == "versions" and isinstance(value, list):
+        if field == "versions" and tv is list:
             try:
-                return [Semver.parse(v) for v in value]
-            except ValueError as e:
+                return [_memo_parse(_SEMVERS, Semver.parse, v) for v in value]
+            except (ValueError, TypeError) as e:
                 raise CELRuntimeError(f"attribute {name}: parse semantic version: {e}") from None
     raise CELRuntimeError(f"attribute {name}: unsupported attribute value")
 
@@ -3747,10 +3803,10 @@ def device_env(driver: str, device: Mapping[str, Any]) -> DeviceEnv:
     caps = _DomainMap()
     for name, cap in (device.get("capacity") or {}).items():
         domain, ident = _split_qualified(name, driver)
-        value = cap.get("value") if isinstance(cap, Mapping) else cap
+        value = cap.get("value") if type(cap) is dict or isinstance(cap, Mapping) else cap
         if type(value) is not Quantity:
             try:
-                value = Quantity.parse(value if isinstance(value, str) else str(value))
+                value = _memo_parse(_QUANTITIES, Quantity.parse, value if type(value) is str else str(value))
             except ValueError as e:
                 raise CELRuntimeError(f"capacity {name}: {e}") from None
         inner = caps.get(domain)
