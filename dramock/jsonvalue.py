@@ -16,3 +16,16 @@ def clone(value: Any, _dict: type = dict, _list: type = list) -> Any:
     if t is _list:
         return [clone(v) for v in value]
     return value
+
+
+def go_type_name(value: Any) -> str:
+    """The name Go's encoding/json gives a JSON value in "cannot unmarshal X into Go value of type Y"."""
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "bool"
+    return "number"

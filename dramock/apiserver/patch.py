@@ -20,7 +20,7 @@ import jsonpatch
 import jsonpointer
 
 from dramock.errors import APIError, bad_request, invalid
-from dramock.jsonvalue import clone
+from dramock.jsonvalue import clone, go_type_name
 from dramock.schemas import defs
 
 Obj = dict[str, Any]
@@ -58,24 +58,11 @@ def generic_unprocessable() -> APIError:
 def _invalid_patch_result(result: Any) -> APIError:
     """422 answered when the patched document no longer decodes into an object (e.g. became a list)."""
     text = json.dumps(result, separators=(",", ":"))
-    why = (f"couldn't get version/kind; json parse error: json: cannot unmarshal {_json_kind(result)} "
+    why = (f"couldn't get version/kind; json parse error: json: cannot unmarshal {go_type_name(result)} "
            'into Go value of type struct { APIVersion string "json:\\"apiVersion,omitempty\\""; '
            'Kind string "json:\\"kind,omitempty\\"" }')
     return invalid("", "", "", [{"reason": "FieldValueInvalid", "field": "patch",
                                  "message": f"Invalid value: {json.dumps(text)}: {why}"}])
-
-
-def _json_kind(v: Any) -> str:
-    """The JSON type name encoding/json uses in "cannot unmarshal X into Go value of type Y"."""
-    if isinstance(v, dict):
-        return "object"
-    if isinstance(v, list):
-        return "array"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, bool):
-        return "bool"
-    return "number"
 
 
 def _parse_body(raw: str | bytes | bytearray) -> Any:
@@ -138,11 +125,11 @@ def apply_json_patch(obj: Obj, ops: list | str | bytes) -> Obj:
     if ops is None:  # `null` decodes to an empty jsonpatch.Patch upstream
         ops = []
     if not isinstance(ops, list):
-        raise bad_request(f"json: cannot unmarshal {_json_kind(ops)} into Go value of type jsonpatch.Patch")
+        raise bad_request(f"json: cannot unmarshal {go_type_name(ops)} into Go value of type jsonpatch.Patch")
     for op in ops:
         if op is not None and not isinstance(op, dict):
             raise bad_request(
-                f"json: cannot unmarshal {_json_kind(op)} into Go value of type jsonpatch.Operation")
+                f"json: cannot unmarshal {go_type_name(op)} into Go value of type jsonpatch.Operation")
     if len(ops) > MAX_JSON_PATCH_OPERATIONS:
         raise APIError(413, "RequestEntityTooLarge",
                        "Request entity too large: The allowed maximum operations in a JSON patch is "
@@ -265,7 +252,7 @@ def apply_strategic_merge_patch(obj: Obj, patch: Any, definition_name: str) -> O
     if patch is None:  # `null` unmarshals into an empty map upstream
         patch = {}
     if not isinstance(patch, dict):
-        raise bad_request(f"json: cannot unmarshal {_json_kind(patch)} into Go value of type "
+        raise bad_request(f"json: cannot unmarshal {go_type_name(patch)} into Go value of type "
                           "map[string]interface {}")
     schema = defs.definition(definition_name)
     try:

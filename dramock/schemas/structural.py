@@ -10,6 +10,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from dramock.jsonvalue import go_type_name
 from dramock.schemas import defs
 
 _JSON_TYPES = {
@@ -23,18 +24,6 @@ _JSON_TYPES = {
 
 _GO_TYPE = {"string": "string", "integer": "int64", "number": "float64", "boolean": "bool",
             "object": "map", "array": "slice"}
-
-
-def _json_type(v: Any) -> str:
-    if isinstance(v, bool):
-        return "bool"
-    if isinstance(v, (int, float)):
-        return "number"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, list):
-        return "array"
-    return "object"
 
 
 class DecodeReport:
@@ -110,7 +99,7 @@ def _walk(value: Any, schema: defs.Schema, path: str, report: DecodeReport) -> A
     ok, want = _type_ok(value, schema)
     if not ok:
         report.type_errors.append(
-            f"json: cannot unmarshal {_json_type(value)} into Go struct field {path or '.'} "
+            f"json: cannot unmarshal {go_type_name(value)} into Go struct field {path or '.'} "
             f"of type {_GO_TYPE.get(want, want)}")
         return value
     if value is None:
