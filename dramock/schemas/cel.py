@@ -19,18 +19,26 @@ cost tracking, no `cel.bind`, no optional types, `has()` that swallows every err
 
 Public API:
 
-    compile(expression, *, cost_limit=..., list_type_attributes=True, consumable_capacity=True)
-        -> CompiledExpression    (cached per expression + options; raises CELCompileError/CELCostExceeded)
-    CompiledExpression.evaluate(device) -> bool     (raises CELRuntimeError / CELCostExceeded)
+    compile(expression, *, cost_limit=CEL_SELECTOR_EXPRESSION_MAX_COST, list_type_attributes=True,
+            consumable_capacity=True, derived_attribute=False) -> CompiledExpression
+        cached per expression + options; raises CELCompileError, or CELCostExceeded when the worst-case
+        estimate exceeds cost_limit (None: no check, for stored expressions)
+    CompiledExpression.evaluate(device, *, cost_limit=..., time_budget=...) -> bool
+        raises CELRuntimeError (e.g. "no such key: model") or CELCostExceeded; .max_cost, .output_type
+    CompiledExpression.evaluate_value(device) -> Any        the raw CEL value (derived attributes)
     CompiledExpression.evaluate_cached(device_key, device) -> bool
     evaluate_cached(expression_or_compiled, device_key, device) -> bool
     device_env(driver, resource_slice_device) -> DeviceEnv    (v1 wire shape -> evaluation input)
-    parse_quantity(s) -> Fraction,  Quantity.parse(s) -> Quantity,  Semver.parse(s) -> Semver
+    estimate_cost(expression) -> int,  clear_caches()
+    parse_quantity(s) -> Fraction,  Quantity.parse(s) -> Quantity,  format_quantity(q) -> str,
+    Semver.parse(s, normalize=False) -> Semver
+    MAX_EXPRESSION_LENGTH (10 Ki), CEL_SELECTOR_EXPRESSION_MAX_COST (1,000,000)
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import decimal
 import math
 import re
@@ -75,6 +83,7 @@ __all__ = [
     "device_env",
     "estimate_cost",
     "evaluate_cached",
+    "format_quantity",
     "parse_quantity",
 ]
 
@@ -143,6 +152,7 @@ class CELCostExceeded(CELCompileError, CELRuntimeError):
 
 
 _COST_LIMIT_MESSAGE = "too complex, exceeds cost limit"
+_ACTUAL_COST_MESSAGE = "operation cancelled: actual cost limit exceeded"
 
 
 # ============================================================================ values
@@ -394,6 +404,7 @@ class Quantity:
             r = _i64_add(self.i64, other.i64)
             if r is not None:
                 return Quantity._from_i64(r[0], r[1], fmt)
+        _check_magnitude(self, other)
         return Quantity(_DCTX.add(self.dec, other.dec), None, fmt)
 
     def sub(self, other: Quantity) -> Quantity:
@@ -402,6 +413,7 @@ class Quantity:
             r = _i64_add(self.i64, (-other.i64[0], other.i64[1]))
             if r is not None:
                 return Quantity._from_i64(r[0], r[1], fmt)
+        _check_magnitude(self, other)
         return Quantity(_DCTX.subtract(self.dec, other.dec), None, fmt)
 
     def mul(self, m: int) -> Quantity:
@@ -418,19 +430,29 @@ class Quantity:
         return Quantity(_DCTX.multiply(self.dec, decimal.Decimal(m)), None, self.format)
 
     def div(self, d: int, places: int = 4) -> Quantity:
-        q = _DCTX.divide(self.dec, decimal.Decimal(d))
-        q = q.quantize(decimal.Decimal(1).scaleb(-places), rounding=decimal.ROUND_HALF_UP, context=_DCTX)
-        return Quantity(q, None, self.format)
+        """Division rounded half away from zero to `places` decimal places."""
+        scaled = self.to_fraction() * 10 ** places / d
+        n = math.floor(abs(scaled) + Fraction(1, 2))
+        return Quantity(decimal.Decimal(n if scaled >= 0 else -n).scaleb(-places, _DCTX), None, self.format)
 
     def div_int(self, d: int) -> Quantity:
-        q = _DCTX.divide_int(self.dec, decimal.Decimal(d))
-        return Quantity(q, None, self.format)
+        """Integer division, truncated toward zero."""
+        q = self.to_fraction() / d
+        return Quantity(decimal.Decimal(math.trunc(q)), None, self.format)
 
     def __str__(self) -> str:
         return format_quantity(self)
 
     def __repr__(self) -> str:
         return f"Quantity({format_quantity(self)!r})"
+
+
+def _check_magnitude(*qs: Quantity) -> None:
+    """Exact arithmetic on values like 1e2147483647 (a valid quantity) would build numbers with billions of
+    digits; quantities never need that, so such operations fail instead of exhausting the machine."""
+    for q in qs:
+        if q.dec and abs(q.dec.adjusted()) > 4000:
+            raise ValueError("quantity out of range for arithmetic")
 
 
 def _scan_quantity(s: str) -> tuple[bool, str, str, str, str]:
@@ -617,7 +639,7 @@ class Semver:
                 return 1 if a > b else -1
         if not self.pre or not o.pre:
             return (not self.pre) - (not o.pre)
-        for (an, av), (bn, bv) in zip(self.pre, o.pre):
+        for (an, av), (bn, bv) in zip(self.pre, o.pre, strict=False):
             if an and bn:
                 if av != bv:
                     return 1 if av > bv else -1
@@ -675,7 +697,8 @@ _KEYWORDS = frozenset({"true", "false", "null", "in"})
 _TOKEN_RE = re.compile(r"""
   (?P<ws>[ \t\n\r\f]+|//[^\n]*)
 | (?P<rstr>(?:[rR][bB]?|[bB][rR])(?:\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|"[^"\n\r]*"|'[^'\n\r]*'))
-| (?P<str>[bB]?(?:\"\"\"(?:\\[\s\S]|[^\\])*?\"\"\"|'''(?:\\[\s\S]|[^\\])*?'''|"(?:\\.|[^"\\\n\r])*"|'(?:\\.|[^'\\\n\r])*'))
+| (?P<str>[bB]?(?:\"\"\"(?:\\[\s\S]|[^\\])*?\"\"\"|'''(?:\\[\s\S]|[^\\])*?'''
+             |"(?:\\.|[^"\\\n\r])*"|'(?:\\.|[^'\\\n\r])*'))
 | (?P<float>[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+|\.[0-9]+(?:[eE][+-]?[0-9]+)?)
 | (?P<int>0x[0-9a-fA-F]+[uU]?|[0-9]+[uU]?)
 | (?P<ident>[_a-zA-Z][_a-zA-Z0-9]*)
@@ -1323,7 +1346,7 @@ def _assign(formal: _T, actual: _T, b: dict) -> bool:
         return True
     if len(formal.params) != len(actual.params):
         return len(formal.params) == 0 or len(actual.params) == 0
-    return all(_assign(fp, ap, b) for fp, ap in zip(formal.params, actual.params))
+    return all(_assign(fp, ap, b) for fp, ap in zip(formal.params, actual.params, strict=True))
 
 
 def _subst(t: _T, b: dict) -> _T:
@@ -1438,11 +1461,12 @@ _FEATURE_FUNCS = {"includes": "list_type_attributes"}
 
 
 class _Options:
-    __slots__ = ("consumable_capacity", "list_type_attributes")
+    __slots__ = ("consumable_capacity", "derived_attribute", "list_type_attributes")
 
-    def __init__(self, list_type_attributes: bool, consumable_capacity: bool):
+    def __init__(self, list_type_attributes: bool, consumable_capacity: bool, derived_attribute: bool = False):
         self.list_type_attributes = list_type_attributes
         self.consumable_capacity = consumable_capacity
+        self.derived_attribute = derived_attribute
 
 
 # ============================================================================ checker
@@ -1700,7 +1724,7 @@ class _Checker:
             if len(o.params) != len(all_ts):
                 continue
             b: dict = {}
-            if all(_assign(p, t, b) for p, t in zip(o.params, all_ts)):
+            if all(_assign(p, t, b) for p, t in zip(o.params, all_ts, strict=True)):
                 results.append(_subst(o.result, b))
         if not results:
             if member:
@@ -1799,7 +1823,7 @@ def _no_such_key(key: Any) -> CELRuntimeError:
 def _checkpoint(s: list) -> None:
     cost = s[_A_COST]
     if cost > s[_A_LIMIT]:
-        raise CELCostExceeded("operation cancelled: actual cost limit exceeded", cost)
+        raise CELCostExceeded(_ACTUAL_COST_MESSAGE, cost)
     deadline = s[_A_DEADLINE]
     if deadline is not None and time.perf_counter() > deadline:
         raise CELCostExceeded("operation interrupted: evaluation time budget exceeded", cost)
@@ -1818,7 +1842,7 @@ def _eq(a: Any, b: Any) -> bool:
     tb = type(b)
     if ta is tb:
         if ta is list:
-            return len(a) == len(b) and all(_eq(x, y) for x, y in zip(a, b))
+            return len(a) == len(b) and all(_eq(x, y) for x, y in zip(a, b, strict=True))
         if ta is dict or ta is _DomainMap:
             return _map_eq(a, b)
         return a == b
@@ -2567,17 +2591,27 @@ def _qty_or_int(fn: str, q: Any, x: Any) -> Quantity:
 
 
 def _f_add(s: list, q: Any, x: Any) -> Quantity:
-    return q.add(_qty_or_int("add", q, x))
+    try:
+        return q.add(_qty_or_int("add", q, x))
+    except ValueError as e:
+        raise CELRuntimeError(str(e)) from None
 
 
 def _f_sub(s: list, q: Any, x: Any) -> Quantity:
-    return q.sub(_qty_or_int("sub", q, x))
+    try:
+        return q.sub(_qty_or_int("sub", q, x))
+    except ValueError as e:
+        raise CELRuntimeError(str(e)) from None
 
 
 def _f_mul(s: list, q: Any, m: Any) -> Quantity:
     if type(q) is not Quantity or type(m) is not int:
         raise _no_overload("mul", q, m)
-    return q.mul(m)
+    try:
+        _check_magnitude(q)
+        return q.mul(m)
+    except ValueError as e:
+        raise CELRuntimeError(str(e)) from None
 
 
 def _f_div(s: list, q: Any, d: Any, places: Any = 4) -> Quantity:
@@ -2587,7 +2621,10 @@ def _f_div(s: list, q: Any, d: Any, places: Any = 4) -> Quantity:
         raise CELRuntimeError("division by zero error")
     if not 0 <= places <= 10:
         raise CELRuntimeError(f"the valid range for roundVal is 0 to 10 but {places} was passed")
-    return q.div(d, places)
+    try:
+        return q.div(d, places)
+    except ValueError as e:
+        raise CELRuntimeError(str(e)) from None
 
 
 def _f_div_int(s: list, q: Any, d: Any) -> Quantity:
@@ -2595,7 +2632,10 @@ def _f_div_int(s: list, q: Any, d: Any) -> Quantity:
         raise _no_overload("divInt", q, d)
     if d == 0:
         raise CELRuntimeError("division by zero error")
-    return q.div_int(d)
+    try:
+        return q.div_int(d)
+    except ValueError as e:
+        raise CELRuntimeError(str(e)) from None
 
 
 def _compare(fn: str, a: Any, b: Any) -> int:
@@ -3351,24 +3391,34 @@ def _logic(fns: list[_Fn], disjunction: bool) -> _Fn:
             raise err
         return other
 
-    if len(fns) == 2:  # the common case, unrolled; anything unusual takes the general path
+    if len(fns) == 2:  # the common case, unrolled
         a, b = fns
 
         def logic2(s: list) -> bool:
             try:
                 x = a(s)
-            except CELRuntimeError:
-                return logic(s)
-            if x is decisive:
-                return decisive
-            if x is other:
+            except CELRuntimeError as e:
+                if type(e) is CELCostExceeded:
+                    raise
                 try:
                     y = b(s)
-                except CELRuntimeError:
-                    return logic(s)
+                except CELRuntimeError as e2:
+                    if type(e2) is CELCostExceeded:
+                        raise
+                    raise e from None
+                if y is decisive:
+                    return decisive
+                raise
+            if x is decisive:
+                return decisive
+            y = b(s)
+            if x is other:
                 if y is True or y is False:
                     return y
-            return logic(s)
+                raise _no_overload(fn, x, y)
+            if y is decisive:
+                return decisive
+            raise _no_overload(fn, x)
         return logic2
     return logic
 
@@ -3569,10 +3619,10 @@ class CompiledExpression:
     `max_cost` is the worst-case cost estimate (compare it with CEL_SELECTOR_EXPRESSION_MAX_COST);
     `output_type` the static result type ("bool" or "dyn")."""
 
-    __slots__ = ("_dynamic", "_fn", "_results", "_tail", "expression", "key", "max_cost", "output_type")
+    __slots__ = ("_depth", "_dynamic", "_fn", "_results", "_tail", "expression", "key", "max_cost", "output_type")
 
     def __init__(self, expression: str, fn: _Fn, max_cost: int, nslots: int, dynamic: bool,
-                 output_type: str, key: tuple):
+                 output_type: str, key: tuple, depth: int = 0):
         self.expression = expression
         self.max_cost = max_cost
         self.output_type = output_type
@@ -3580,6 +3630,7 @@ class CompiledExpression:
         self._fn = fn
         self._tail = [None] * (nslots - _FIRST_VAR_SLOT)
         self._dynamic = dynamic
+        self._depth = depth
         self._results: dict[Any, Any] = {}  # evaluate_cached: device key -> bool or error message
 
     def __repr__(self) -> str:
@@ -3595,7 +3646,14 @@ class CompiledExpression:
         if self._tail:
             s += self._tail
         try:
-            return self._fn(s)
+            if self._depth > _DEEP_EXPRESSION:
+                with _recursion_headroom(4 * self._depth):
+                    r = self._fn(s)
+            else:
+                r = self._fn(s)
+            if type(r) is list or isinstance(r, dict):
+                r = copy.deepcopy(r)  # constants and device values are shared between evaluations
+            return r
         except CELRuntimeError:
             raise
         except RecursionError:
@@ -3649,7 +3707,8 @@ def _remember(cache: dict, key: Any, value: Any, limit: int) -> None:
 
 
 def compile(expression: str, *, cost_limit: int | None = CEL_SELECTOR_EXPRESSION_MAX_COST,
-            list_type_attributes: bool = True, consumable_capacity: bool = True) -> CompiledExpression:
+            list_type_attributes: bool = True, consumable_capacity: bool = True,
+            derived_attribute: bool = False) -> CompiledExpression:
     """Parse, type-check, cost-estimate and compile a DRA CEL selector expression (cached).
 
     Raises CELCompileError with upstream-like text ("compilation failed: ERROR: <input>:1:5: ...",
@@ -3657,13 +3716,18 @@ def compile(expression: str, *, cost_limit: int | None = CEL_SELECTOR_EXPRESSION
     limit") when the worst-case estimate is above `cost_limit` (pass None for stored expressions, which
     upstream does not re-check). `list_type_attributes` (DRAListTypeAttributes: includes()) and
     `consumable_capacity` (DRAConsumableCapacity: device.allowMultipleAllocations) select the
-    environment; stored expressions use both.
+    environment; stored expressions use both. `derived_attribute` (DRADerivedAttributes) compiles an
+    attribute-deriving expression instead of a selector: it must evaluate to a string, int, bool or semver
+    (or a list of them with list-type attributes); use evaluate_value() for it.
     """
-    key = (expression, bool(list_type_attributes), bool(consumable_capacity))
+    key = (expression, bool(list_type_attributes), bool(consumable_capacity), bool(derived_attribute))
     hit = _COMPILED.get(key)
     if hit is None:
         try:
-            hit = _compile(expression, _Options(bool(list_type_attributes), bool(consumable_capacity)), key)
+            frames = min(8 * len(expression) + 3000, 100_000) if isinstance(expression, str) else 0
+            with _recursion_headroom(frames):
+                opts = _Options(bool(list_type_attributes), bool(consumable_capacity), bool(derived_attribute))
+                hit = _compile(expression, opts, key)
         except CELCompileError as e:
             hit = (type(e), e.message)
         _remember(_COMPILED, key, hit, _COMPILED_MAX)
@@ -3680,23 +3744,36 @@ def _compile(expression: str, opts: _Options, key: tuple) -> CompiledExpression:
         raise CELCompileError("compilation failed: expression must be a string")
     try:
         ast = _Parser(expression).parse()
+        checker = _Checker(opts)
+        t = checker.check(ast)
+        if checker.issues:
+            raise CELCompileError("compilation failed: " + _format_issues(expression, checker.issues))
+        _check_output_type(t, opts)
+        cost = _Estimator().est(ast)[0]
+        comp = _Compiler()
+        fn = comp.c(ast)
     except _SyntaxError as e:
         raise CELCompileError("compilation failed: " + _format_issues(expression, [(e.pos, e.message)])) from None
-    except RecursionError:  # pragma: no cover - bounded by MAX_RECURSION_DEPTH
+    except RecursionError:  # pragma: no cover - only for expressions far beyond the length limit
         raise CELCompileError("compilation failed: expression recursion limit exceeded") from None
-    checker = _Checker(opts)
-    try:
-        t = checker.check(ast)
-    except RecursionError:  # pragma: no cover
-        raise CELCompileError("compilation failed: expression recursion limit exceeded") from None
-    if checker.issues:
-        raise CELCompileError("compilation failed: " + _format_issues(expression, checker.issues))
+    return CompiledExpression(expression, fn, cost, comp.nslots, comp.dynamic, str(t), key, comp.max_depth)
+
+
+_DERIVED_SCALARS = frozenset({"bool", "int", "string", "dyn"})
+
+
+def _check_output_type(t: _T, opts: _Options) -> None:
+    if opts.derived_attribute:
+        def scalar(x: _T) -> bool:
+            return x.kind in _DERIVED_SCALARS or x == SEMVER
+        if scalar(t) or (opts.list_type_attributes and t.kind == "list" and scalar(t.params[0])):
+            return
+        if opts.list_type_attributes:
+            raise CELCompileError("must evaluate to a primitive scalar (string, integer, boolean, semver) or a "
+                                  f"list of these scalars, not {t}")
+        raise CELCompileError(f"must evaluate to a primitive scalar (string, integer, boolean, semver), not {t}")
     if t.kind not in ("bool", "dyn"):
         raise CELCompileError(f"must evaluate to bool or the unknown type, not {t}")
-    cost = _Estimator().est(ast)[0]
-    comp = _Compiler()
-    fn = comp.c(ast)
-    return CompiledExpression(expression, fn, cost, comp.nslots, comp.dynamic, str(t), key)
 
 
 def _evaluate_cached(ce: CompiledExpression, device_key: Any, device: Mapping[str, Any]) -> bool:
@@ -3705,13 +3782,17 @@ def _evaluate_cached(ce: CompiledExpression, device_key: Any, device: Mapping[st
     if hit is not None:
         if hit is True or hit is False:
             return hit
+        if type(hit) is tuple:
+            raise CELCostExceeded(*hit)
         raise CELRuntimeError(hit)
     if len(results) >= _EVALUATED_MAX:
         results.clear()
     try:
         r = ce.evaluate(device)
-    except CELCostExceeded:
-        raise  # depends on limits and time: not cached
+    except CELCostExceeded as e:
+        if e.message == _ACTUAL_COST_MESSAGE:  # deterministic; a time budget running out is not
+            results[device_key] = (e.message, e.cost)
+        raise
     except CELRuntimeError as e:
         results[device_key] = e.message
         raise
