@@ -13,6 +13,7 @@ from typing import Any
 from dramock.schemas import defaults
 from dramock.schemas import validation as semantic
 from dramock.schemas.featuregates import FeatureGates
+from dramock.schemas.gatedfields import drop_disabled_fields
 from dramock.schemas.registry import Kind
 from dramock.schemas.validation.field import (  # noqa: F401  (re-exported for the apiserver)
     Cause,
@@ -52,6 +53,7 @@ class Strategy:
             obj.pop("status", None)
         if self.kind.tracks_generation:
             obj["metadata"]["generation"] = 1
+        drop_disabled_fields(self.kind.kind, obj, None, self.gates)
 
     def validate(self, obj: Obj) -> list[Cause]:
         return validate_object_meta(obj, self.kind.namespaced, type(self).name_check)
@@ -66,6 +68,7 @@ class Strategy:
                 {k: v for k, v in new.items() if k not in ("metadata", "status", "apiVersion", "kind")},
                 {k: v for k, v in old.items() if k not in ("metadata", "status", "apiVersion", "kind")})
             new["metadata"]["generation"] = old_gen + 1 if changed else old_gen
+        drop_disabled_fields(self.kind.kind, new, old, self.gates)
 
     def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
         return self.validate(new) + validate_object_meta_update(new, old)
@@ -79,6 +82,7 @@ class Strategy:
         for f in ("deletionTimestamp", "generation", "selfLink", "labels", "annotations", "finalizers",
                   "ownerReferences"):
             _copy_field(nm, om, f)
+        drop_disabled_fields(self.kind.kind, new, old, self.gates)
 
     def validate_status_update(self, new: Obj, old: Obj) -> list[Cause]:
         return validate_object_meta_update(new, old)
