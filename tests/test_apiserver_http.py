@@ -467,3 +467,34 @@ def test_method_not_allowed(server):
     assert (code, body["reason"]) == (405, "MethodNotAllowed")
     code, _, body = server.request("POST", CLAIMS + "/x")
     assert (code, body["reason"]) == (405, "MethodNotAllowed")
+
+
+def test_device_taint_rule_time_added_and_conditional_put(server):
+    rules = "/apis/resource.k8s.io/v1/devicetaintrules"
+    code, _, rule = server.request("POST", rules, {
+        "metadata": {"name": "taint-time"},
+        "spec": {"taint": {"key": "example.com/broken", "effect": "NoSchedule",
+                           "timeAdded": "2020-01-01T00:00:00Z"}}})
+    assert code == 201, rule
+    unconditional = json.loads(json.dumps(rule))
+    del unconditional["metadata"]["resourceVersion"]
+    code, _, body = server.request("PUT", rules + "/taint-time", unconditional)
+    assert (code, body["details"]["causes"][0]["field"]) == (422, "metadata.resourceVersion")
+    rule["spec"]["taint"]["effect"] = "NoExecute"
+    code, _, updated = server.request("PUT", rules + "/taint-time", rule)
+    assert code == 200 and updated["spec"]["taint"]["timeAdded"] > "2020-01-01T00:00:00Z"
+    assert updated["metadata"]["generation"] == 2
+
+
+def test_status_devices_of_deallocated_devices_are_dropped(server):
+    _, _, c = server.request("POST", CLAIMS, claim("dealloc"))
+    result = {"request": "gpu", "driver": "gpu.example.com", "pool": "p", "device": "d0"}
+    c["status"] = {"allocation": {"devices": {"results": [result]}},
+                   "devices": [{"driver": "gpu.example.com", "pool": "p", "device": "d0",
+                                "conditions": [{"type": "Ready", "status": "True", "reason": "Up", "message": "",
+                                                "lastTransitionTime": "2026-01-01T00:00:00Z"}]}]}
+    code, _, st = server.request("PUT", CLAIMS + "/dealloc/status", c)
+    assert code == 200 and st["status"]["devices"][0]["device"] == "d0"
+    st["status"] = {"devices": st["status"]["devices"]}  # deallocate, keep the device status
+    code, _, st = server.request("PUT", CLAIMS + "/dealloc/status", st)
+    assert code == 200 and "devices" not in st.get("status", {})

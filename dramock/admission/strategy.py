@@ -8,6 +8,7 @@ never special-cases a kind itself.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from dramock.schemas import defaults
@@ -73,6 +74,10 @@ class Strategy:
     def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
         return self.validate(new) + validate_object_meta_update(new, old)
 
+    def allow_unconditional_update(self) -> bool:
+        """Whether a PUT may omit metadata.resourceVersion (upstream's AllowUnconditionalUpdate)."""
+        return True
+
     # -- update through /status: only status (and managedFields) may change --
     def prepare_for_status_update(self, new: Obj, old: Obj) -> None:
         for key in set(new) | set(old):
@@ -129,9 +134,31 @@ class ResourceClaimStrategy(Strategy):
         return validate_object_meta_update(new, old) + semantic.validate_resource_claim_update(
             new, old, gates=self.gates)
 
+    def prepare_for_status_update(self, new: Obj, old: Obj) -> None:
+        super().prepare_for_status_update(new, old)
+        _drop_deallocated_status_devices(new, old)
+
     def validate_status_update(self, new: Obj, old: Obj) -> list[Cause]:
         return super().validate_status_update(new, old) + semantic.validate_resource_claim_status_update(
             new, old, gates=self.gates)
+
+
+def _drop_deallocated_status_devices(new: Obj, old: Obj) -> None:
+    """status.devices entries of devices that were allocated before and are not any more go away."""
+    def allocated(claim: Obj) -> set[tuple[Any, Any, Any]]:
+        results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+        return {(r.get("driver"), r.get("pool"), r.get("device")) for r in results if isinstance(r, dict)}
+
+    status = new.get("status")
+    if not isinstance(status, dict) or not status.get("devices"):
+        return
+    gone = allocated(old) - allocated(new)
+    kept = [d for d in status["devices"]
+            if not isinstance(d, dict) or (d.get("driver"), d.get("pool"), d.get("device")) not in gone]
+    if kept:
+        status["devices"] = kept
+    else:
+        del status["devices"]
 
 
 class ResourceClaimTemplateStrategy(Strategy):
@@ -147,6 +174,20 @@ class ResourceClaimTemplateStrategy(Strategy):
 
 
 class DeviceTaintRuleStrategy(Strategy):
+    def prepare_for_update(self, new: Obj, old: Obj) -> None:
+        taint = (new.get("spec") or {}).get("taint")
+        old_taint = (old.get("spec") or {}).get("taint") or {}
+        # timeAdded tracks when the *effect* was added: bumped when the effect changes, unless the
+        # client changed it itself (seconds resolution, as the wire format keeps).
+        if isinstance(taint, dict) and taint.get("effect") != old_taint.get("effect") \
+                and taint.get("timeAdded") == old_taint.get("timeAdded"):
+            taint["timeAdded"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        super().prepare_for_update(new, old)
+
+    def allow_unconditional_update(self) -> bool:
+        # Historic behaviour of the old versions; v1 (and later) require a resourceVersion.
+        return self.kind.version in ("v1beta2", "v1alpha3")
+
     def validate(self, obj: Obj) -> list[Cause]:
         return super().validate(obj) + semantic.validate_device_taint_rule(obj, gates=self.gates)
 

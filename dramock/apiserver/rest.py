@@ -282,6 +282,9 @@ class Rest:
         if name != call.name:
             raise errors.bad_request(f"the name of the object ({name}) does not match the name on the URL "
                                      f"({call.name})" if name else "name is required")
+        if not meta(obj).get("resourceVersion") and not strategies.for_kind(kind).allow_unconditional_update():
+            raise errors.invalid(kind.kind, kind.group, name or "", [strategies.invalid_value(
+                "metadata.resourceVersion", "", "must be specified for an update")])
         return self.update_object(call, obj)
 
     def update_object(self, call: Call, obj: Obj, apply_manager: str | None = None) -> Result:
