@@ -30,8 +30,8 @@ Public API:
     evaluate_cached(expression_or_compiled, device_key, device) -> bool
     device_env(driver, resource_slice_device) -> DeviceEnv    (v1 wire shape -> evaluation input)
     estimate_cost(expression) -> int,  clear_caches()
-    parse_quantity(s) -> Fraction,  Quantity.parse(s) -> Quantity,  format_quantity(q) -> str,
     Semver.parse(s, normalize=False) -> Semver
+    (kubernetes.Quantity values are dramock.schemas.quantity.Quantity)
     MAX_EXPRESSION_LENGTH (10 Ki), CEL_SELECTOR_EXPRESSION_MAX_COST (1,000,000)
 """
 
@@ -46,9 +46,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from fractions import Fraction
 from operator import itemgetter
 from typing import Any
+
+from dramock.schemas.quantity import DECIMAL_EXPONENT, Quantity
 
 try:  # RE2 semantics (linear time, as Go's regexp) when google-re2 is installed.
     import re2 as _re2
@@ -75,7 +76,6 @@ __all__ = [
     "CelType",
     "CompiledExpression",
     "DeviceEnv",
-    "Quantity",
     "Semver",
     "UInt",
     "clear_caches",
@@ -83,8 +83,6 @@ __all__ = [
     "device_env",
     "estimate_cost",
     "evaluate_cached",
-    "format_quantity",
-    "parse_quantity",
 ]
 
 # Upstream resource.k8s.io/v1 constants.
@@ -104,6 +102,15 @@ _ATTR_VALUES_PER_DEVICE = 48  # ResourceSliceMaxAttributeValuesPerDevice
 _INT64_MAX = (1 << 63) - 1
 _INT64_MIN = -(1 << 63)
 _UINT64_MAX = (1 << 64) - 1
+
+
+def _fits64(v: int) -> bool:
+    return _INT64_MIN <= v <= _INT64_MAX
+
+
+def _isdigit(c: str) -> bool:
+    return "0" <= c <= "9"
+
 
 _DEEP_EXPRESSION = 150  # closure nesting depth above which evaluation raises the recursion limit
 
@@ -208,353 +215,6 @@ class CelOptional:
 
 
 _NONE = CelOptional(False)
-
-# ---------------------------------------------------------------------------- Quantity
-
-DECIMAL_SI, BINARY_SI, DECIMAL_EXPONENT = "DecimalSI", "BinarySI", "DecimalExponent"
-
-_DCTX = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN,
-                        traps=[decimal.InvalidOperation, decimal.DivisionByZero, decimal.Overflow])
-_D0 = decimal.Decimal(0)
-_NANO = decimal.Decimal("1e-9")
-
-_QTY_SPLIT_RE = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
-_QTY_ERR_FORMAT = f"quantities must match the regular expression '{_QTY_SPLIT_RE}'"
-_QTY_ERR_NUMERIC = "unable to parse numeric part of quantity"
-_QTY_ERR_SUFFIX = "unable to parse quantity's suffix"
-_DEC_SUFFIXES = {"": 0, "n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-_BIN_SUFFIXES = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_SUFFIX_CHARS = frozenset("eEinumkKMGTP")
-
-
-def _fits64(v: int) -> bool:
-    return _INT64_MIN <= v <= _INT64_MAX
-
-
-def _isdigit(c: str) -> bool:
-    return "0" <= c <= "9"
-
-
-def _scale_up64(v: int, scale: int) -> int | None:
-    """v * 10**scale (scale >= 0) if it fits an int64."""
-    if v == 0:
-        return 0
-    if scale > 18:
-        return None
-    r = v * 10 ** scale
-    return r if _fits64(r) else None
-
-
-def _i64_add(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int] | None:
-    """Go's int64Amount.Add: None when the fast int64 path would overflow (Go then uses inf.Dec)."""
-    av, asc = a
-    bv, bsc = b
-    if bv == 0:
-        return a
-    if av == 0:
-        return b
-    if asc == bsc:
-        c = av + bv
-        return (c, asc) if _fits64(c) else None
-    if asc > bsc:
-        up = _scale_up64(av, asc - bsc)
-        if up is None:
-            return None
-        c = up + bv
-        return (c, bsc) if _fits64(c) else None
-    up = _scale_up64(bv, bsc - asc)
-    if up is None:
-        return None
-    c = av + up
-    return (c, asc) if _fits64(c) else None
-
-
-class Quantity:
-    """An exact Kubernetes resource.Quantity.
-
-    `dec` is the exact value (a Decimal computed in an unbounded context). `i64` mirrors whether Go would
-    hold the value in its fast int64Amount form `(value, base-10 scale)` or fell back to inf.Dec (None):
-    `isInteger()`/`asInteger()` depend on it exactly as upstream (e.g. `quantity("1000m").isInteger()` is
-    false, `quantity("1k").isInteger()` is true).
-    """
-
-    __slots__ = ("dec", "format", "i64")
-
-    def __init__(self, dec: decimal.Decimal, i64: tuple[int, int] | None = None, fmt: str = DECIMAL_SI):
-        self.dec = dec
-        self.i64 = i64
-        self.format = fmt
-
-    @classmethod
-    def _from_i64(cls, v: int, scale: int, fmt: str) -> Quantity:
-        return cls(decimal.Decimal(v).scaleb(scale, _DCTX) if v else _D0, (v, scale), fmt)
-
-    @classmethod
-    def from_int(cls, v: int, fmt: str = DECIMAL_SI) -> Quantity:
-        return cls._from_i64(v, 0, fmt)
-
-    @classmethod
-    def parse(cls, s: str) -> Quantity:
-        """resource.ParseQuantity; raises ValueError with upstream's messages."""
-        if not isinstance(s, str):
-            raise TypeError("a quantity must be a string")
-        if not s:
-            raise ValueError(_QTY_ERR_FORMAT)
-        if s == "0":
-            return cls(_D0, (0, 0), DECIMAL_SI)
-        positive, value, num, denom, suf = _scan_quantity(s)
-        base, exponent, fmt = _quantity_suffix(suf)
-
-        # Fast path (int64Amount) exactly when Go takes it.
-        if fmt == BINARY_SI:
-            scale = 0
-            if exponent >= 0 and not denom:
-                mantissa = 1 << exponent
-                precision = 15 - len(num) - int(exponent * 3 / 10) - 1
-            else:
-                mantissa, precision = 1, -1
-        else:
-            scale = exponent
-            mantissa = 1
-            precision = 18 - (len(num) + len(denom))
-        if precision >= 0:
-            scale -= len(denom)
-            if scale >= -9:
-                shifted = int(num + denom)
-                result = shifted * mantissa
-                if _fits64(result):
-                    return cls._from_i64(result if positive else -result, scale, fmt)
-
-        # inf.Dec path.
-        try:
-            amount = decimal.Decimal(value) if value else None
-        except decimal.InvalidOperation:
-            amount = None
-        if amount is None:
-            raise ValueError(_QTY_ERR_NUMERIC)
-        if base == 10:
-            amount = amount.scaleb(exponent, _DCTX)
-        else:
-            amount = _DCTX.multiply(amount, decimal.Decimal(1 << exponent))
-        negative = amount < 0
-        amount = abs(amount)
-        if amount != 0 and amount.as_tuple().exponent < -9:  # round non-zero values up to 1n
-            amount = amount.quantize(_NANO, rounding=decimal.ROUND_UP, context=_DCTX)
-        if fmt == BINARY_SI and amount > _INT64_MAX:
-            amount = decimal.Decimal(_INT64_MAX)
-        if fmt == BINARY_SI and 0 < amount < 1:
-            fmt = DECIMAL_SI
-        if negative:
-            amount = -amount
-        return cls(amount, None, fmt)
-
-    # --- comparisons
-    def cmp(self, other: Quantity) -> int:
-        a, b = self.dec, other.dec
-        return (a > b) - (a < b)
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is Quantity and self.dec == other.dec  # type: ignore[union-attr]
-
-    def __hash__(self) -> int:
-        return hash(self.dec)
-
-    def __lt__(self, other: Quantity) -> bool:
-        return self.dec < other.dec
-
-    def __le__(self, other: Quantity) -> bool:
-        return self.dec <= other.dec
-
-    def __gt__(self, other: Quantity) -> bool:
-        return self.dec > other.dec
-
-    def __ge__(self, other: Quantity) -> bool:
-        return self.dec >= other.dec
-
-    # --- conversions
-    def to_fraction(self) -> Fraction:
-        if self.dec and self.dec.adjusted() > 4000:
-            raise ValueError("quantity too large to convert exactly")
-        return Fraction(self.dec)
-
-    def sign(self) -> int:
-        return (self.dec > 0) - (self.dec < 0)
-
-    def as_int64(self) -> int | None:
-        """Go's Quantity.AsInt64 (None when it reports false)."""
-        if self.i64 is None:
-            return None
-        v, scale = self.i64
-        if scale == 0:
-            return v
-        if scale < 0:
-            return None
-        return _scale_up64(v, scale)
-
-    def as_approximate_float(self) -> float:
-        try:
-            return float(self.dec)
-        except OverflowError:  # pragma: no cover
-            return math.inf if self.dec > 0 else -math.inf
-
-    # --- arithmetic (new values; the format follows Go: a zero receiver takes the operand's format)
-    def add(self, other: Quantity) -> Quantity:
-        fmt = other.format if self.dec == 0 else self.format
-        if self.i64 is not None and other.i64 is not None:
-            r = _i64_add(self.i64, other.i64)
-            if r is not None:
-                return Quantity._from_i64(r[0], r[1], fmt)
-        _check_magnitude(self, other)
-        return Quantity(_DCTX.add(self.dec, other.dec), None, fmt)
-
-    def sub(self, other: Quantity) -> Quantity:
-        fmt = other.format if self.dec == 0 else self.format
-        if self.i64 is not None and other.i64 is not None and other.i64[0] != _INT64_MIN:
-            r = _i64_add(self.i64, (-other.i64[0], other.i64[1]))
-            if r is not None:
-                return Quantity._from_i64(r[0], r[1], fmt)
-        _check_magnitude(self, other)
-        return Quantity(_DCTX.subtract(self.dec, other.dec), None, fmt)
-
-    def mul(self, m: int) -> Quantity:
-        if self.i64 is not None:
-            v, scale = self.i64
-            if v == 0:
-                return Quantity._from_i64(0, scale, self.format)
-            if m == 0:
-                return Quantity._from_i64(0, 0, self.format)
-            c = v * m
-            if _fits64(c) and (scale == 0 or (scale > 0 and _scale_up64(c, scale) is not None) or (
-                    scale < 0 and -scale <= 18 and c % 10 ** -scale == 0)):
-                return Quantity._from_i64(c, scale, self.format)
-        return Quantity(_DCTX.multiply(self.dec, decimal.Decimal(m)), None, self.format)
-
-    def div(self, d: int, places: int = 4) -> Quantity:
-        """Division rounded half away from zero to `places` decimal places."""
-        scaled = self.to_fraction() * 10 ** places / d
-        n = math.floor(abs(scaled) + Fraction(1, 2))
-        return Quantity(decimal.Decimal(n if scaled >= 0 else -n).scaleb(-places, _DCTX), None, self.format)
-
-    def div_int(self, d: int) -> Quantity:
-        """Integer division, truncated toward zero."""
-        q = self.to_fraction() / d
-        return Quantity(decimal.Decimal(math.trunc(q)), None, self.format)
-
-    def __str__(self) -> str:
-        return format_quantity(self)
-
-    def __repr__(self) -> str:
-        return f"Quantity({format_quantity(self)!r})"
-
-
-def _check_magnitude(*qs: Quantity) -> None:
-    """Exact arithmetic on values like 1e2147483647 (a valid quantity) would build numbers with billions of
-    digits; quantities never need that, so such operations fail instead of exhausting the machine."""
-    for q in qs:
-        if q.dec and abs(q.dec.adjusted()) > 4000:
-            raise ValueError("quantity out of range for arithmetic")
-
-
-def _scan_quantity(s: str) -> tuple[bool, str, str, str, str]:
-    """Split a quantity string into (positive, value, numerator, denominator, suffix) the way
-    resource.parseQuantityString does (including its leniencies: "+", "-" and "." are zero)."""
-    n = len(s)
-    pos = 0
-    positive = True
-    if n and s[0] in "+-":
-        positive = s[0] == "+"
-        pos = 1
-    while pos < n and s[pos] == "0":
-        pos += 1
-    if pos >= n:
-        return positive, "0", "0", "", ""
-    start = pos
-    while pos < n and _isdigit(s[pos]):
-        pos += 1
-    if pos >= n:
-        return positive, s, s[start:], "", ""
-    num = s[start:pos] or "0"
-    denom = ""
-    if s[pos] == ".":
-        pos += 1
-        dstart = pos
-        while pos < n and _isdigit(s[pos]):
-            pos += 1
-        if pos >= n:
-            return positive, s, num, s[dstart:], ""
-        denom = s[dstart:pos]
-    value = s[:pos]
-    suffix_start = pos
-    while pos < n and s[pos] in _SUFFIX_CHARS:
-        pos += 1
-    if pos >= n:
-        return positive, value, num, denom, s[suffix_start:]
-    if s[pos] in "+-":
-        pos += 1
-    while pos < n and _isdigit(s[pos]):
-        pos += 1
-    if pos >= n:
-        return positive, value, num, denom, s[suffix_start:]
-    raise ValueError(_QTY_ERR_FORMAT)
-
-
-def _quantity_suffix(suf: str) -> tuple[int, int, str]:
-    if suf in _DEC_SUFFIXES:
-        return 10, _DEC_SUFFIXES[suf], DECIMAL_SI
-    if suf in _BIN_SUFFIXES:
-        return 2, _BIN_SUFFIXES[suf], BINARY_SI
-    if len(suf) > 1 and suf[0] in "eE":
-        digits = suf[1:]
-        body = digits[1:] if digits[0] in "+-" else digits
-        if body and all(_isdigit(c) for c in body):
-            parsed = int(digits)
-            if -(1 << 31) < parsed < (1 << 31):  # an exponent outside the int32 scale is rejected
-                return 10, parsed, DECIMAL_EXPONENT
-    raise ValueError(_QTY_ERR_SUFFIX)
-
-
-def parse_quantity(s: str) -> Fraction:
-    """Parse Kubernetes quantity syntax exactly ("1Gi", "500m", "1.5e3", "2E"...) into an exact Fraction.
-    Raises ValueError with resource.ParseQuantity's message for invalid input."""
-    return Quantity.parse(s).to_fraction()
-
-
-def format_quantity(q: Quantity) -> str:
-    """Canonical string of a quantity (resource.Quantity.String): no fraction digits, the largest
-    exponent that loses no precision, in the quantity's format ("1536Mi", "1500m", "1e3", "1e21")."""
-    d = q.dec
-    if d == 0:
-        return "0"
-    fmt = q.format
-    if fmt == BINARY_SI and (-1024 < d < 1024 or d != d.to_integral_value(context=_DCTX)):
-        fmt = DECIMAL_SI
-    if fmt == BINARY_SI:
-        v = int(d)
-        exp = 0
-        while v % 1024 == 0:
-            v //= 1024
-            exp += 10
-        if exp <= 60:
-            return f"{v}{_BIN_NAMES[exp]}"
-        fmt = DECIMAL_SI  # no binary suffix beyond Ei: exact decimal form
-    sign, digits, exponent = d.as_tuple()
-    mantissa = int("".join(map(str, digits)))
-    while mantissa % 10 == 0:
-        mantissa //= 10
-        exponent += 1
-    while exponent % 3:
-        mantissa *= 10
-        exponent -= 1
-    text = f"{'-' if sign else ''}{mantissa}"
-    if fmt == DECIMAL_EXPONENT:
-        return text if exponent == 0 else f"{text}e{exponent}"
-    name = _DEC_NAMES.get(exponent)
-    return text + name if name is not None else f"{text}e{exponent}"
-
-
-_BIN_NAMES = {0: "", 10: "Ki", 20: "Mi", 30: "Gi", 40: "Ti", 50: "Pi", 60: "Ei"}
-_DEC_NAMES = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
-
 
 # ---------------------------------------------------------------------------- Semver
 
@@ -2608,7 +2268,6 @@ def _f_mul(s: list, q: Any, m: Any) -> Quantity:
     if type(q) is not Quantity or type(m) is not int:
         raise _no_overload("mul", q, m)
     try:
-        _check_magnitude(q)
         return q.mul(m)
     except ValueError as e:
         raise CELRuntimeError(str(e)) from None

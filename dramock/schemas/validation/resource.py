@@ -20,10 +20,10 @@ import ipaddress
 import json
 import re
 from collections.abc import Callable, Iterable
-from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal, InvalidOperation, localcontext
 from typing import Any
 
 from dramock.schemas.featuregates import FeatureGates
+from dramock.schemas.quantity import Quantity, parse_or_none
 from dramock.schemas.validation.field import cause, forbidden, invalid_value, required, semantic_equal
 
 try:  # Written by another engineer; validation works (without compiling CEL) when it is missing.
@@ -411,111 +411,6 @@ def is_extended_resource_name(name: str) -> bool:
 
 def is_node_allocatable_resource_name(name: str) -> bool:
     return name in ("cpu", "memory", "ephemeral-storage") or name.startswith("hugepages-")
-
-
-# --- resource.Quantity ---
-
-_QUANTITY_RE = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
-                          r"(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$")
-_BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
-_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-_DECIMAL_SUFFIX = {v: k for k, v in _DECIMAL.items()}
-_NANO = Decimal("1e-9")
-_CTX = Context(prec=400, Emax=10**7, Emin=-10**7)
-
-
-class Quantity:
-    """Enough of resource.Quantity for the request policy rules: exact value, order, String()."""
-
-    __slots__ = ("fmt", "value")
-
-    def __init__(self, value: Decimal, fmt: str):
-        self.value = value
-        self.fmt = fmt  # BinarySI / DecimalSI / DecimalExponent
-
-    @classmethod
-    def parse(cls, raw: Any) -> Quantity | None:
-        if isinstance(raw, bool) or raw is None:
-            return None
-        text = repr(raw) if isinstance(raw, float) else str(raw)
-        m = _QUANTITY_RE.match(text.strip())
-        if not m:
-            return None
-        with localcontext(_CTX):
-            try:
-                number = Decimal(m.group(1))
-                suffix = m.group(2) or ""
-                if suffix in _BINARY:
-                    value, fmt = number * (Decimal(1024) ** _BINARY[suffix]), "BinarySI"
-                elif len(suffix) > 1 and suffix[0] in "eE":
-                    value, fmt = number.scaleb(int(suffix[1:])), "DecimalExponent"
-                else:
-                    value, fmt = number.scaleb(_DECIMAL[suffix]), "DecimalSI"
-                # Quantities carry at most nano precision; finer values are rounded up.
-                if value.normalize().as_tuple().exponent < -9:
-                    value = value.quantize(_NANO, rounding=ROUND_FLOOR if value < 0 else ROUND_CEILING)
-            except (InvalidOperation, ValueError, OverflowError):
-                return None
-        return cls(value, fmt)
-
-    def __str__(self) -> str:
-        v = self.value
-        if v == 0:
-            return "0"
-        sign = "-" if v < 0 else ""
-        if self.fmt == "BinarySI" and abs(v) >= 1024 and v == v.to_integral_value():
-            m, p = int(abs(v)), 0
-            while p < 6 and m % 1024 == 0:
-                m //= 1024
-                p += 1
-            return f"{sign}{m}{['', 'Ki', 'Mi', 'Gi', 'Ti', 'Pi', 'Ei'][p]}"
-        _, digits, exp = abs(v).normalize(_CTX).as_tuple()
-        mantissa = int("".join(map(str, digits)))
-        e = exp - (exp % 3)  # exponents are multiples of three
-        mantissa *= 10 ** (exp - e)
-        if self.fmt == "DecimalExponent":
-            return f"{sign}{mantissa}e{e}" if e else f"{sign}{mantissa}"
-        if e > 18:
-            mantissa *= 10 ** (e - 18)
-            e = 18
-        return f"{sign}{mantissa}{_DECIMAL_SUFFIX[e]}"
-
-    def __add__(self, other: Quantity) -> Quantity:
-        with localcontext(_CTX):
-            return Quantity(self.value + other.value, self.fmt)
-
-    def sign(self) -> int:
-        return (self.value > 0) - (self.value < 0)
-
-    def int_value(self) -> int:
-        """Quantity.Value(): rounded away from zero to an integer, saturating at the int64 bounds."""
-        if self.value > MAX_INT64:
-            return MAX_INT64
-        if self.value < -MAX_INT64 - 1:
-            return -MAX_INT64 - 1
-        return int(self.value.to_integral_value(rounding=ROUND_CEILING if self.value >= 0 else ROUND_FLOOR))
-
-    def milli_value(self) -> int:
-        if abs(self.value) > Decimal(MAX_INT64) / 1000:
-            return MAX_INT64 if self.value > 0 else -MAX_INT64 - 1
-        with localcontext(_CTX):
-            v = self.value * 1000
-            return int(v.to_integral_value(rounding=ROUND_CEILING if v >= 0 else ROUND_FLOOR))
-
-    def milli_exact(self) -> bool:
-        """Whether the value is a whole number of milli units that fits int64."""
-        if abs(self.value) > Decimal(MAX_INT64) / 1000:
-            return False
-        with localcontext(_CTX):
-            v = self.value * 1000
-            return v == v.to_integral_value()
-
-    def is_fractional(self) -> bool:
-        return self.value != self.value.to_integral_value()
-
-
-def _q(raw: Any) -> Quantity | None:
-    return Quantity.parse(raw)
 
 
 # --- generic list / map helpers (upstream's validateSlice, validateSet, validateMap) ---
@@ -1546,7 +1441,7 @@ def _validate_single_allocatable_capacity(capacity: Obj, path: str, gates: Featu
 
 def _validate_multi_allocatable_capacity(capacity: Obj, path: str, gates: FeatureGates | None) -> list[Cause]:
     policy = capacity.get("requestPolicy")
-    value = _q(capacity.get("value"))
+    value = parse_or_none(capacity.get("value"))
     if policy is None or value is None:
         return []
     return _validate_request_policy(value, _dict(policy), child(path, "requestPolicy"), gates)
@@ -1558,7 +1453,7 @@ def _validate_request_policy(capacity: Quantity, policy: Obj, path: str, gates: 
     if valid_values and valid_range is not None:
         return [forbidden(path, 'exactly one policy can be specified, cannot specify "validValues" and "validRange" '
                           'at the same time')]
-    default = _q(policy.get("default")) if policy.get("default") is not None else None
+    default = parse_or_none(policy.get("default"))
     if valid_values:
         if default is None:
             return [required(child(path, "default"), "required when validValues is defined")]
@@ -1572,11 +1467,11 @@ def _validate_request_policy(capacity: Quantity, policy: Obj, path: str, gates: 
 
 def _validate_valid_values(default: Quantity, capacity: Quantity, raw_values: list, path: str,
                            gates: FeatureGates | None) -> list[Cause]:
-    values = [_q(v) for v in raw_values]
+    values = [parse_or_none(v) for v in raw_values]
     errs: list[Cause] = []
     for i in range(len(values) - 1):
         a, b = values[i], values[i + 1]
-        if a is not None and b is not None and a.value > b.value:
+        if a is not None and b is not None and a > b:
             errs.append(invalid_value(index(path, i + 1), str(b), "values must be sorted in ascending order"))
     found_default = False
     fractional = _gate(gates, "DRAFractionalCapacityRange")
@@ -1586,16 +1481,16 @@ def _validate_valid_values(default: Quantity, capacity: Quantity, raw_values: li
         if option is None:
             return []
         out: list[Cause] = []
-        if option.value > capacity.value:
+        if option > capacity:
             out.append(invalid_value(p, str(option), f"option is larger than capacity value: {capacity}"))
-        if option.value == default.value:
+        if option == default:
             found_default = True
         return out
 
     def option_key(option: Quantity | None) -> str:
         if option is None:
             return ""
-        return str(option) if fractional else str(option.int_value())
+        return str(option) if fractional else str(option.value())
 
     errs += validate_set(values, CAPACITY_REQUEST_POLICY_DISCRETE_MAX_OPTIONS, one, option_key, path)
     if not found_default:
@@ -1605,23 +1500,23 @@ def _validate_valid_values(default: Quantity, capacity: Quantity, raw_values: li
 
 def _validate_valid_range(default: Quantity, capacity: Quantity, valid_range: Obj, path: str,
                           gates: FeatureGates | None) -> list[Cause]:
-    minimum = _q(valid_range.get("min")) if valid_range.get("min") is not None else None
+    minimum = parse_or_none(valid_range.get("min"))
     if minimum is None:
         return [required(child(path, "min"), "required when validRange is defined")]
-    maximum = _q(valid_range.get("max")) if valid_range.get("max") is not None else None
-    step = _q(valid_range.get("step")) if valid_range.get("step") is not None else None
+    maximum = parse_or_none(valid_range.get("max"))
+    step = parse_or_none(valid_range.get("step"))
     errs: list[Cause] = []
-    if minimum.value > capacity.value:
+    if minimum > capacity:
         errs.append(invalid_value(child(path, "min"), str(minimum), f"min is larger than capacity value: {capacity}"))
-    if default.value < minimum.value:
+    if default < minimum:
         errs.append(invalid_value(child(path, "default"), str(default), f"default is less than min: {minimum}"))
     if maximum is not None:
-        if minimum.value > maximum.value:
+        if minimum > maximum:
             errs.append(invalid_value(child(path, "max"), str(minimum), f"min is larger than max: {maximum}"))
-        if maximum.value > capacity.value:
+        if maximum > capacity:
             errs.append(invalid_value(child(path, "max"), str(maximum),
                                       f"max is larger than capacity value: {capacity}"))
-        if default.value > maximum.value:
+        if default > maximum:
             errs.append(invalid_value(child(path, "default"), str(default), f"default is more than max: {maximum}"))
     named = [(default, "default"), (minimum, "min"), (maximum, "max"), (step, "step")]
     use_milli = False
@@ -1641,8 +1536,8 @@ def _validate_valid_range(default: Quantity, capacity: Quantity, valid_range: Ob
     if step.sign() <= 0:
         errs.append(invalid_value(child(path, "step"), str(step), "must be greater than zero"))
         return errs
-    added = minimum + step
-    if added.value > capacity.value:
+    added = minimum.add(step)
+    if added > capacity:
         errs.append(invalid_value(child(path, "step"), str(step),
                                   f"one step {added} is larger than capacity value: {capacity}"))
     if not use_milli:
@@ -1653,7 +1548,7 @@ def _validate_valid_range(default: Quantity, capacity: Quantity, valid_range: Ob
             if q.sign() < 0:
                 errs.append(invalid_value(child(path, name), str(q), "must be greater than or equal to 0"))
                 unsafe = True
-            elif q.value > MAX_INT64:
+            elif q.dec > MAX_INT64:
                 errs.append(invalid_value(child(path, name), str(q), f"must not be larger than {MAX_INT64}"))
                 unsafe = True
         if unsafe:
@@ -1664,7 +1559,7 @@ def _validate_valid_range(default: Quantity, capacity: Quantity, valid_range: Ob
         if use_milli:
             v, lo, s = value.milli_value(), minimum.milli_value(), step.milli_value()
         else:
-            v, lo, s = value.int_value(), minimum.int_value(), step.int_value()
+            v, lo, s = value.value(), minimum.value(), step.value()
         if s and (v - lo) % s != 0:
             errs.append(invalid_value(child(path, "step"), str(value),
                                       f"value is not a multiple of a given step ({step}) from ({minimum})"))
@@ -1690,7 +1585,7 @@ def _validate_node_allocatable_resources(resources: dict, capacity: dict, path: 
 def _validate_node_allocatable_mapping(mapping: Obj, capacity: dict, path: str) -> list[Cause]:
     errs: list[Cause] = []
     capacity_key = mapping.get("capacityKey")
-    multiplier = _q(mapping.get("capacityMultiplier")) if mapping.get("capacityMultiplier") is not None else None
+    multiplier = parse_or_none(mapping.get("capacityMultiplier"))
     if capacity_key is not None:
         if capacity_key == "":
             errs.append(invalid_value(child(path, "capacityKey"), "", "capacityKey must not be an empty string"))
@@ -1701,7 +1596,7 @@ def _validate_node_allocatable_mapping(mapping: Obj, capacity: dict, path: str) 
                                  "is set"))
         elif multiplier is not None and multiplier.sign() <= 0:
             errs.append(invalid_value(child(path, "capacityMultiplier"), str(multiplier), "must be positive"))
-    device_multiplier = _q(mapping.get("deviceMultiplier")) if mapping.get("deviceMultiplier") is not None else None
+    device_multiplier = parse_or_none(mapping.get("deviceMultiplier"))
     if device_multiplier is not None and device_multiplier.sign() <= 0:
         errs.append(invalid_value(child(path, "deviceMultiplier"), str(device_multiplier), "must be positive"))
     if mapping.get("capacityMultiplier") is not None and capacity_key is None:
@@ -1714,7 +1609,7 @@ def _validate_node_allocatable_overhead(overhead: Obj, path: str) -> list[Cause]
         return [invalid_value(path, "", "at least one of perPod or perContainer must be set")]
     errs: list[Cause] = []
     for name in ("perPod", "perContainer"):
-        q = _q(overhead.get(name)) if overhead.get(name) is not None else None
+        q = parse_or_none(overhead.get(name))
         if q is not None and q.sign() < 0:
             errs.append(invalid_value(child(path, name), str(q), "must be non-negative"))
     return errs
