@@ -99,8 +99,12 @@ def test_api_resources_match_upstream(server):
     ]
 
 
-def test_empty_list_and_protobuf_creates(server):
-    assert server.kubectl("get", "devicetaintrules").stderr.strip() == "No resources found"
+def test_empty_list_on_a_new_server(fresh_server):
+    res = fresh_server.kubectl("get", "deviceclasses")
+    assert (res.stdout, res.stderr.strip()) == ("", "No resources found")
+
+
+def test_protobuf_creates(server):
     server.kubectl("create", "namespace", "pb-x")
     server.kubectl("-n", "pb-x", "create", "configmap", "c", "--from-literal=a=b")
     server.kubectl("-n", "pb-x", "create", "secret", "generic", "s", "--from-literal=p=q")

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from dramock.jsonvalue import go_type_name
-from dramock.schemas import defs
+from dramock.schemas import defs, quantity
 
 _JSON_TYPES = {
     "string": (str,),
@@ -90,11 +90,28 @@ def _timestamp(value: Any, micro: bool, report: DecodeReport) -> Any:
     return ts.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+_QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+_QUANTITY_SYNTAX = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+
+
+def _quantity(value: Any, report: DecodeReport) -> Any:
+    """Re-render a quantity as Go's resource.Quantity marshals it (canonical form, e.g. 1024Mi -> 1Gi)."""
+    if value is None:
+        return None
+    q = quantity.parse_or_none(value)
+    if q is None:
+        report.type_errors.append(_QUANTITY_SYNTAX)
+        return value
+    return str(q)
+
+
 def _walk(value: Any, schema: defs.Schema, path: str, report: DecodeReport) -> Any:
-    """Check `value`; returns it, normalized where Go's decoding would normalize it (timestamps)."""
+    """Check `value`; returns it, normalized where Go's decoding would (timestamps, quantities)."""
     ref = defs.ref_name(schema)
     if ref in (_TIME, _MICRO_TIME):
         return _timestamp(value, ref == _MICRO_TIME, report)
+    if ref == _QUANTITY:
+        return _quantity(value, report)
     schema = defs.resolve(schema)
     ok, want = _type_ok(value, schema)
     if not ok:
