@@ -498,3 +498,16 @@ def test_status_devices_of_deallocated_devices_are_dropped(server):
     st["status"] = {"devices": st["status"]["devices"]}  # deallocate, keep the device status
     code, _, st = server.request("PUT", CLAIMS + "/dealloc/status", st)
     assert code == 200 and "devices" not in st.get("status", {})
+
+
+def test_taints_get_time_added_by_default(server):
+    code, _, rule = server.request("POST", "/apis/resource.k8s.io/v1/devicetaintrules", {
+        "metadata": {"name": "taint-default"}, "spec": {"taint": {"key": "example.com/k", "effect": "NoSchedule"}}})
+    assert code == 201 and rule["spec"]["taint"]["timeAdded"].endswith("Z")
+    code, _, sl = server.request("POST", "/apis/resource.k8s.io/v1/resourceslices", {
+        "metadata": {"name": "tainted-slice"},
+        "spec": {"driver": "gpu.example.com", "nodeName": "n1",
+                 "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+                 "devices": [{"name": "d0", "taints": [{"key": "example.com/k", "effect": "NoSchedule"}]}]}})
+    assert code == 201, sl
+    assert sl["spec"]["devices"][0]["taints"][0]["timeAdded"].endswith("Z")

@@ -114,6 +114,8 @@ class DeviceClassStrategy(Strategy):
 
 
 class ResourceSliceStrategy(Strategy):
+    def default(self, obj: Obj) -> None:
+        defaults.resource_slice(obj)
     def validate(self, obj: Obj) -> list[Cause]:
         return super().validate(obj) + semantic.validate_resource_slice(obj, gates=self.gates)
 
@@ -174,6 +176,8 @@ class ResourceClaimTemplateStrategy(Strategy):
 
 
 class DeviceTaintRuleStrategy(Strategy):
+    def default(self, obj: Obj) -> None:
+        defaults.device_taint_rule(obj)
     def prepare_for_update(self, new: Obj, old: Obj) -> None:
         taint = (new.get("spec") or {}).get("taint")
         old_taint = (old.get("spec") or {}).get("taint") or {}

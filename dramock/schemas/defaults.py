@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 Obj = dict[str, Any]
@@ -24,6 +25,23 @@ def _device_request(req: Obj) -> None:
     for tol in req.get("tolerations") or []:
         if isinstance(tol, dict):
             tol.setdefault("operator", "Equal")
+
+
+def _taint(taint: Any) -> None:
+    # "Added automatically during create or update if not set", at the wire's one-second resolution.
+    if isinstance(taint, dict) and not taint.get("timeAdded"):
+        taint["timeAdded"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def resource_slice(obj: Obj) -> None:
+    for device in (obj.get("spec") or {}).get("devices") or []:
+        if isinstance(device, dict):
+            for taint in device.get("taints") or []:
+                _taint(taint)
+
+
+def device_taint_rule(obj: Obj) -> None:
+    _taint((obj.get("spec") or {}).get("taint"))
 
 
 def resource_claim(obj: Obj) -> None:
