@@ -74,10 +74,11 @@ STALE_OBJECT = "the object has been modified; please apply your changes to the l
 def invalid(kind: str, group: str, name: str, causes: list[dict[str, str]]) -> APIError:
     """422 Invalid. Each cause: {"reason": "FieldValueInvalid", "message": ..., "field": ...}."""
     qualified_kind = f"{kind}.{group}" if group else kind
-    summary = ", ".join(
-        f"{c['field']}: {c['message']}" if c.get("field") else c["message"] for c in causes
-    )
-    if len(causes) > 1:
+    # Like upstream's ToAggregate: identical messages are reported once.
+    messages = list(dict.fromkeys(
+        f"{c['field']}: {c['message']}" if c.get("field") else c["message"] for c in causes))
+    summary = ", ".join(messages)
+    if len(messages) > 1:
         summary = f"[{summary}]"
     return APIError(422, "Invalid", f'{qualified_kind} "{name}" is invalid: {summary}',
                     _details(name, group, kind, causes=causes))

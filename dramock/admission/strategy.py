@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from dramock.jsonvalue import clone
 from dramock.schemas import defaults
 from dramock.schemas import validation as semantic
 from dramock.schemas.featuregates import FeatureGates
@@ -57,7 +58,18 @@ class Strategy:
         drop_disabled_fields(self.kind.kind, obj, None, self.gates)
 
     def validate(self, obj: Obj) -> list[Cause]:
+        return self._meta(obj) + self.validate_semantic(obj)
+
+    def _meta(self, obj: Obj) -> list[Cause]:
         return validate_object_meta(obj, self.kind.namespaced, type(self).name_check)
+
+    def validate_semantic(self, obj: Obj) -> list[Cause]:
+        """The kind's own rules for a new object (upstream's Validate<Kind> without ObjectMeta)."""
+        return []
+
+    def validate_semantic_update(self, new: Obj, old: Obj) -> list[Cause]:
+        """The kind's own rules for an update (upstream's Validate<Kind>Update without ObjectMeta)."""
+        return self.validate_semantic(new)
 
     # -- update of the main resource --
     def prepare_for_update(self, new: Obj, old: Obj) -> None:
@@ -72,11 +84,26 @@ class Strategy:
         drop_disabled_fields(self.kind.kind, new, old, self.gates)
 
     def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
-        return self.validate(new) + validate_object_meta_update(new, old)
+        return self._meta(new) + validate_object_meta_update(new, old) + self.validate_semantic_update(new, old)
 
     def allow_unconditional_update(self) -> bool:
         """Whether a PUT may omit metadata.resourceVersion (upstream's AllowUnconditionalUpdate)."""
         return True
+
+    # -- DRA admin access: only in namespaces labelled for it (upstream's AuthorizedForAdmin) --
+    def _admin_access(self, obj: Obj, requests: Any) -> list[Cause]:
+        for i, req in enumerate(requests or []):
+            if isinstance(req, dict) and ((req.get("exactly") or {}).get("adminAccess") is True):
+                # Upstream reports the request's path without `exactly`.
+                return self._admin_namespace_check(obj, f"spec.devices.requests[{i}].adminAccess")
+        return []
+
+    def _admin_namespace_check(self, obj: Obj, path: str) -> list[Cause]:
+        labels = _namespace_labels((obj.get("metadata") or {}).get("namespace") or "") or {}
+        if labels.get(ADMIN_ACCESS_LABEL) != "true":
+            return [forbidden(path, f"admin access to devices requires the `{ADMIN_ACCESS_LABEL}: true` label on "
+                                    "the containing namespace")]
+        return []
 
     # -- update through /status: only status (and managedFields) may change --
     def prepare_for_status_update(self, new: Obj, old: Obj) -> None:
@@ -106,43 +133,53 @@ def _copy_field(dst: Obj, src: Obj, key: str) -> None:
 
 
 class DeviceClassStrategy(Strategy):
-    def validate(self, obj: Obj) -> list[Cause]:
-        return super().validate(obj) + semantic.validate_device_class(obj, gates=self.gates)
+    def validate_semantic(self, obj: Obj) -> list[Cause]:
+        return semantic.validate_device_class(obj, gates=self.gates)
 
-    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
-        return super().validate_update(new, old) + semantic.validate_device_class_update(new, old, gates=self.gates)
+    def validate_semantic_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return semantic.validate_device_class_update(new, old, gates=self.gates)
 
 
 class ResourceSliceStrategy(Strategy):
     def default(self, obj: Obj) -> None:
         defaults.resource_slice(obj)
-    def validate(self, obj: Obj) -> list[Cause]:
-        return super().validate(obj) + semantic.validate_resource_slice(obj, gates=self.gates)
 
-    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
-        return super().validate_update(new, old) + semantic.validate_resource_slice_update(new, old,
-                                                                                           gates=self.gates)
+    def validate_semantic(self, obj: Obj) -> list[Cause]:
+        return semantic.validate_resource_slice(obj, gates=self.gates)
+
+    def validate_semantic_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return semantic.validate_resource_slice_update(new, old, gates=self.gates)
 
 
 class ResourceClaimStrategy(Strategy):
     def default(self, obj: Obj) -> None:
         defaults.resource_claim(obj)
 
-    def validate(self, obj: Obj) -> list[Cause]:
-        return super().validate(obj) + semantic.validate_resource_claim(obj, gates=self.gates)
+    def validate_semantic(self, obj: Obj) -> list[Cause]:
+        requests = ((obj.get("spec") or {}).get("devices") or {}).get("requests")
+        return self._admin_access(obj, requests) + semantic.validate_resource_claim(obj, gates=self.gates)
 
-    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
-        # The spec is immutable, so only the update rules apply (as upstream, no re-validation of it).
-        return validate_object_meta_update(new, old) + semantic.validate_resource_claim_update(
-            new, old, gates=self.gates)
+    def validate_semantic_update(self, new: Obj, old: Obj) -> list[Cause]:
+        # The spec is immutable, so the admin-access check of create need not run again (as upstream).
+        return semantic.validate_resource_claim_update(new, old, gates=self.gates)
 
     def prepare_for_status_update(self, new: Obj, old: Obj) -> None:
         super().prepare_for_status_update(new, old)
         _drop_deallocated_status_devices(new, old)
 
     def validate_status_update(self, new: Obj, old: Obj) -> list[Cause]:
-        return super().validate_status_update(new, old) + semantic.validate_resource_claim_status_update(
-            new, old, gates=self.gates)
+        return (super().validate_status_update(new, old) + self._admin_access_status(new, old)
+                + semantic.validate_resource_claim_status_update(new, old, gates=self.gates))
+
+    def _admin_access_status(self, new: Obj, old: Obj) -> list[Cause]:
+        """A newly written allocation granting adminAccess needs the namespace label too."""
+        def granted(claim: Obj) -> int | None:
+            results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results")
+            return next((i for i, r in enumerate(results or []) if isinstance(r, dict) and r.get("adminAccess")),
+                        None)
+        if granted(old) is not None or (i := granted(new)) is None:
+            return []
+        return self._admin_namespace_check(new, f"status.allocation.devices.results[{i}].adminAccess")
 
 
 def _drop_deallocated_status_devices(new: Obj, old: Obj) -> None:
@@ -167,12 +204,12 @@ class ResourceClaimTemplateStrategy(Strategy):
     def default(self, obj: Obj) -> None:
         defaults.resource_claim_template(obj)
 
-    def validate(self, obj: Obj) -> list[Cause]:
-        return super().validate(obj) + semantic.validate_resource_claim_template(obj, gates=self.gates)
+    def validate_semantic(self, obj: Obj) -> list[Cause]:
+        requests = (((obj.get("spec") or {}).get("spec") or {}).get("devices") or {}).get("requests")
+        return self._admin_access(obj, requests) + semantic.validate_resource_claim_template(obj, gates=self.gates)
 
-    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
-        return validate_object_meta_update(new, old) + semantic.validate_resource_claim_template_update(
-            new, old, gates=self.gates)
+    def validate_semantic_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return semantic.validate_resource_claim_template_update(new, old, gates=self.gates)
 
 
 class DeviceTaintRuleStrategy(Strategy):
@@ -192,12 +229,11 @@ class DeviceTaintRuleStrategy(Strategy):
         # Historic behaviour of the old versions; v1 (and later) require a resourceVersion.
         return self.kind.version in ("v1beta2", "v1alpha3")
 
-    def validate(self, obj: Obj) -> list[Cause]:
-        return super().validate(obj) + semantic.validate_device_taint_rule(obj, gates=self.gates)
+    def validate_semantic(self, obj: Obj) -> list[Cause]:
+        return semantic.validate_device_taint_rule(obj, gates=self.gates)
 
-    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
-        return super().validate_update(new, old) + semantic.validate_device_taint_rule_update(
-            new, old, gates=self.gates)
+    def validate_semantic_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return semantic.validate_device_taint_rule_update(new, old, gates=self.gates)
 
     def validate_status_update(self, new: Obj, old: Obj) -> list[Cause]:
         return super().validate_status_update(new, old) + semantic.validate_device_taint_rule_status_update(
@@ -271,8 +307,14 @@ class PodStrategy(Strategy):
     def default(self, obj: Obj) -> None:
         defaults.pod(obj)
 
-    def validate(self, obj: Obj) -> list[Cause]:
-        return super().validate(obj) + semantic.validate_pod_spec_resource_claims(obj)
+    def validate_semantic(self, obj: Obj) -> list[Cause]:
+        errs = _pod_spec_basics(obj)
+        if ((obj.get("spec") or {}).get("ephemeralContainers")):
+            errs.append(forbidden("spec.ephemeralContainers", "cannot be set on create"))
+        return errs + semantic.validate_pod_spec_resource_claims(obj)
+
+    def validate_semantic_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return _pod_spec_basics(new) + semantic.validate_pod_spec_resource_claims(new) + _pod_spec_update(new, old)
 
     def validate_status_update(self, new: Obj, old: Obj) -> list[Cause]:
         return super().validate_status_update(new, old) + semantic.validate_pod_status_resource_claims(new)
@@ -301,6 +343,42 @@ class SecretStrategy(Strategy):
                 data[k] = base64.b64encode(str(v).encode()).decode()
 
 
+def _pod_spec_basics(pod: Obj) -> list[Cause]:
+    if not (pod.get("spec") or {}).get("containers"):
+        return [required("spec.containers")]
+    return []
+
+
+_POD_UPDATE_FORBIDDEN = (
+    "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,"
+    "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),"
+    "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)")
+
+
+def _pod_spec_update(new: Obj, old: Obj) -> list[Cause]:
+    """Upstream's ValidatePodUpdate: only a few spec fields may change after creation."""
+    ns, os_ = clone(new.get("spec") or {}), old.get("spec") or {}
+    for key in ("containers", "initContainers"):
+        old_list = os_.get(key) or []
+        for i, c in enumerate(ns.get(key) or []):
+            if i < len(old_list) and isinstance(c, dict) and isinstance(old_list[i], dict):
+                c["image"] = old_list[i].get("image")
+    for key in ("activeDeadlineSeconds", "terminationGracePeriodSeconds"):
+        if key in os_:
+            ns[key] = os_[key]
+        else:
+            ns.pop(key, None)
+    old_tol, new_tol = os_.get("tolerations") or [], ns.get("tolerations") or []
+    if new_tol[:len(old_tol)] == old_tol:  # additions only
+        ns["tolerations"] = old_tol
+    gates_old, gates_new = os_.get("schedulingGates") or [], ns.get("schedulingGates") or []
+    if all(g in gates_old for g in gates_new):  # scheduling gates may only be removed
+        ns["schedulingGates"] = gates_old
+    if semantic_equal(ns, os_):
+        return []
+    return [forbidden("spec", _POD_UPDATE_FORBIDDEN)]
+
+
 _STRATEGIES: dict[str, type[Strategy]] = {
     "deviceclasses": DeviceClassStrategy,
     "resourceslices": ResourceSliceStrategy,
@@ -315,12 +393,21 @@ _STRATEGIES: dict[str, type[Strategy]] = {
 
 _cache: dict[Kind, Strategy] = {}
 _gates = FeatureGates()
+ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
 
 
-def configure(gates: FeatureGates) -> None:
-    """The feature gates every strategy sees (once, at server start)."""
-    global _gates
-    _gates = gates
+def _no_namespaces(_name: str) -> dict[str, str] | None:
+    return None
+
+
+_namespace_labels: Callable[[str], dict[str, str] | None] = _no_namespaces
+
+
+def configure(gates: FeatureGates, namespace_labels: Callable[[str], dict[str, str] | None]) -> None:
+    """What every strategy sees (once, at server start): the feature gates and a namespace-label lookup
+    (upstream's strategies hold a namespace client for the admin-access rule)."""
+    global _gates, _namespace_labels
+    _gates, _namespace_labels = gates, namespace_labels
     _cache.clear()
 
 

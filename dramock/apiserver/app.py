@@ -89,14 +89,18 @@ class Route:
 class APIServer:
     def __init__(self, config: ServerConfig):
         self.config = config
-        strategies.configure(FeatureGates(config.feature_gates))
         self.store = RevisionLog(config.url, stamp_resource_version)
+        strategies.configure(FeatureGates(config.feature_gates), self._namespace_labels)
         self.admission = Admission(self.store)
         self.rest = Rest(self.store, self.admission)
         self.metrics = Metrics()
         self.watch = WatchHandler(self.store, config.bookmark_interval, self.metrics.on_watchers)
         self.ready = False
         self._compactor: asyncio.Task | None = None
+
+    def _namespace_labels(self, name: str) -> dict[str, str] | None:
+        ns = self.store.get("namespaces", name)
+        return (ns.get("metadata") or {}).get("labels") if ns else None
 
     # ---------------------------------------------------------------- lifecycle
 

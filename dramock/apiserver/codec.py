@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from dramock import errors
-from dramock.schemas import structural
+from dramock.schemas import registry, structural
 from dramock.schemas.registry import Kind
 
 Obj = dict[str, Any]
@@ -84,8 +84,12 @@ def media_type(content_type: str | None) -> str:
     return (content_type or "").split(";")[0].strip().lower()
 
 
-def parse_document(body: bytes, content_type: str) -> tuple[Any, list[str]]:
-    """Parse a JSON or YAML body; returns (value, duplicate field paths). Malformed input → 400."""
+def parse_document(body: bytes, content_type: str, kind: Kind | None = None) -> tuple[Any, list[str]]:
+    """Parse a JSON or YAML body; returns (value, duplicate field paths). Malformed input → 400.
+
+    With `kind` (an object body for that kind), a malformed JSON body gets upstream's
+    transformDecodeError wording, which names the expected kind and quotes the start of the body.
+    """
     mt = media_type(content_type)
     try:
         if mt in (YAML, APPLY_PATCH, "text/yaml", "application/x-yaml"):
@@ -93,16 +97,33 @@ def parse_document(body: bytes, content_type: str) -> tuple[Any, list[str]]:
         else:
             value = json.loads(body, object_pairs_hook=_pairs_hook)
     except (ValueError, yaml.YAMLError, UnicodeDecodeError) as e:
-        # Upstream's wording for the two decoders.
         if "yaml" in mt:
             raise errors.bad_request(f"error converting YAML to JSON: yaml: {_short(e)}")
-        raise errors.bad_request(f"couldn't get version/kind; json parse error: {_short(e)}")
+        detail = f"couldn't get version/kind; json parse error: {_go_json_error(e, body)}"
+        if kind is None:
+            raise errors.bad_request(detail)
+        raise errors.bad_request(f"the object provided is unrecognized (must be of type {kind.kind}): {detail} "
+                                 f"({_summary(body)})")
     dups: list[str] = []
     return _collect_duplicates(value, "", dups), dups
 
 
 def _short(e: Exception) -> str:
     return str(e).splitlines()[0] if str(e) else type(e).__name__
+
+
+def _go_json_error(e: Exception, body: bytes) -> str:
+    """Go's encoding/json wording for the common syntax errors."""
+    if isinstance(e, json.JSONDecodeError):
+        if e.pos >= len(body.rstrip()):
+            return "unexpected end of JSON input"
+        return f"invalid character {body[e.pos:e.pos + 1].decode('latin-1')!r} looking for beginning of value"
+    return _short(e)
+
+
+def _summary(body: bytes, limit: int = 30) -> str:
+    text = body.decode("utf-8", "replace")
+    return text if len(text) <= limit else text[:limit] + " ..."
 
 
 @dataclass
@@ -120,18 +141,19 @@ def decode_object(body: bytes, content_type: str, kind: Kind, field_validation: 
 
         obj, dups = protobuf.decode(body), []
     elif mt in (JSON, YAML, "", "*/*", "text/yaml", "application/x-yaml"):
-        obj, dups = parse_document(body, content_type)
+        obj, dups = parse_document(body, content_type, kind)
     else:
         raise errors.unsupported_media_type(content_type)
     return check_object(obj, dups, kind, field_validation, definition)
 
 
 def check_object(obj: Any, dups: list[str], kind: Kind, field_validation: str,
-                 definition: str | None = None) -> Decoded:
+                 definition: str | None = None, fill_type_meta: bool = True) -> Decoded:
     """Type-check `obj` against the kind's definition and handle unknown/duplicate fields."""
     if not isinstance(obj, dict):
         raise errors.bad_request(f"Object '{kind.kind}' is not a JSON object" if obj is not None
                                  else "Object 'Kind' is missing in 'null'")
+    check_type_meta(obj, kind, fill=fill_type_meta)
     report = structural.check(obj, definition or kind.definition)
     if report.type_errors:
         raise errors.bad_request(
@@ -147,6 +169,29 @@ def check_object(obj: Any, dups: list[str], kind: Kind, field_validation: str,
         if field_validation == "Warn":
             warnings = problems
     return Decoded(obj, warnings)
+
+
+def check_type_meta(obj: Obj, kind: Kind, fill: bool = True) -> None:
+    """apiVersion/kind in a body must name the endpoint's kind; missing ones are filled in (as upstream)."""
+    av, k = obj.get("apiVersion"), obj.get("kind")
+    if not isinstance(av, (str, type(None))) or not isinstance(k, (str, type(None))):
+        raise errors.bad_request(f"Object 'Kind' is missing in '{_summary(json.dumps(obj).encode(), 100)}'")
+    if av:
+        group, _, version = av.rpartition("/")
+        if (group, version) not in registry.known_group_versions():
+            raise errors.bad_request(
+                f'{k or kind.kind} in version "{version}" cannot be handled as a {kind.kind}: no kind '
+                f'"{k or kind.kind}" is registered for version "{av}" in scheme "pkg/api/legacyscheme/scheme.go:30"')
+    if k and k != kind.kind:
+        version = (av or kind.api_version).rpartition("/")[2]
+        raise errors.bad_request(
+            f'{k} in version "{version}" cannot be handled as a {kind.kind}: converting ({version}.{k}) to '
+            f"({kind.group.split('.')[0] or 'core'}.{kind.kind}): unknown conversion")
+    if av and av != kind.api_version:
+        raise errors.bad_request(f"the API version in the data ({av}) does not match the expected API "
+                                 f"version ({kind.api_version})")
+    if fill:
+        obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
 
 
 # ---- response negotiation ----

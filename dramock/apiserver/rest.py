@@ -211,7 +211,7 @@ class Rest:
         kind = call.kind
         decoded = codec.decode_object(body, content_type, kind, call.field_validation)
         call.warnings.extend(decoded.warnings)
-        obj = self._check_type_meta(decoded.obj, kind)
+        obj = decoded.obj
         return self.create_object(call, obj)
 
     def create_object(self, call: Call, obj: Obj, manager_op: str = "Update") -> Result:
@@ -246,19 +246,6 @@ class Rest:
             raise errors.already_exists(kind.plural, kind.group, m["name"])
         return Result(convert.from_storage(stored, kind), 201)
 
-    def _check_type_meta(self, obj: Obj, kind: Kind) -> Obj:
-        av, k = obj.get("apiVersion"), obj.get("kind")
-        if k and k != kind.kind:
-            raise errors.bad_request(f"the kind in the data ({k}) does not match the expected kind "
-                                     f"({kind.kind})" if av == kind.api_version else
-                                     f'no kind "{k}" is registered for version "{av}" in scheme '
-                                     f'"pkg/api/legacyscheme/scheme.go:30"')
-        if av and av != kind.api_version:
-            raise errors.bad_request(f"the API version in the data ({av}) does not match the expected API "
-                                     f"version ({kind.api_version})")
-        obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
-        return obj
-
     def _check_namespace(self, call: Call, m: Obj) -> None:
         kind = call.kind
         if kind.namespaced:
@@ -277,7 +264,7 @@ class Rest:
         definition = kind.definition
         decoded = codec.decode_object(body, content_type, kind, call.field_validation, definition)
         call.warnings.extend(decoded.warnings)
-        obj = self._check_type_meta(decoded.obj, kind)
+        obj = decoded.obj
         name = meta(obj).get("name")
         if name != call.name:
             raise errors.bad_request(f"the name of the object ({name}) does not match the name on the URL "
@@ -371,7 +358,7 @@ class Rest:
             patched = patch.apply_strategic_merge_patch(current, doc, kind.definition)
         decoded = codec.check_object(patched, [], kind, call.field_validation)
         call.warnings.extend(decoded.warnings)
-        obj = self._check_type_meta(decoded.obj, kind)
+        obj = decoded.obj
         if meta(obj).get("name") != call.name:
             raise errors.bad_request(f"the name of the object ({meta(obj).get('name')}) does not match the "
                                      f"name on the URL ({call.name})")
@@ -387,11 +374,10 @@ class Rest:
                                      "is required for apply patch")
         force = call.param("force") in ("true", "1")
         config, dups = codec.parse_document(body, codec.APPLY_PATCH)
-        checked = codec.check_object(config, dups, kind, call.field_validation)
+        # Apply configs must carry their own apiVersion and kind (fieldmanager.apply refuses them otherwise).
+        checked = codec.check_object(config, dups, kind, call.field_validation, fill_type_meta=False)
         call.warnings.extend(checked.warnings)
         config = checked.obj
-        if config.get("apiVersion") != kind.api_version or config.get("kind") != kind.kind:
-            self._check_type_meta(dict(config), kind)
         live = clone(convert.from_storage(old, kind)) if old is not None else None
         merged = fieldmanager.apply(live, config, manager=call.field_manager, force=force,
                                     api_version=kind.api_version, definition=kind.definition,

@@ -225,6 +225,11 @@ GROUP_VERSIONS: tuple[tuple[str, str], ...] = tuple(dict.fromkeys((k.group, k.ve
 _BY_GVR: dict[tuple[str, str, str], Kind] = {(k.group, k.version, k.plural): k for k in KINDS}
 
 
+def known_group_versions() -> set[tuple[str, str]]:
+    """Every group/version the server knows (served or not): the scheme's registered versions."""
+    return {(k.group, k.version) for k in STORED_KINDS} | set(OPTIONAL_VERSIONS)
+
+
 def lookup(group: str, version: str, plural: str) -> Kind | None:
     return _BY_GVR.get((group, version, plural))
 

@@ -13,17 +13,8 @@ from typing import Any
 from dramock.jsonvalue import go_type_name
 from dramock.schemas import defs, quantity
 
-_JSON_TYPES = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "object": (dict,),
-    "array": (list,),
-}
-
-_GO_TYPE = {"string": "string", "integer": "int64", "number": "float64", "boolean": "bool",
-            "object": "map", "array": "slice"}
+_INT_RANGE = {"int32": (-(2 ** 31), 2 ** 31 - 1), "int64": (-(2 ** 63), 2 ** 63 - 1)}
+_RAW_EXTENSION = "io.k8s.apimachinery.pkg.runtime.RawExtension"
 
 
 class DecodeReport:
@@ -35,32 +26,74 @@ class DecodeReport:
 def check(obj: dict[str, Any], definition: str) -> DecodeReport:
     """Walk `obj` against `definition`, removing unknown fields in place and reporting them."""
     report = DecodeReport()
-    _walk(obj, defs.definition(definition), "", report)
+    _walk(obj, defs.definition(definition), "", report, definition.rsplit(".", 1)[-1])
     return report
 
 
-def _type_ok(value: Any, schema: defs.Schema) -> tuple[bool, str]:
+def _go_name(definition: str | None) -> str:
+    """`io.k8s.api.resource.v1.ResourceClaimSpec` -> `v1.ResourceClaimSpec`, as Go's reflect prints it."""
+    if not definition:
+        return ""
+    parts = definition.split(".")
+    return ".".join(parts[-2:])
+
+
+def _go_type(schema: defs.Schema) -> str:
+    """The Go type a schema stands for, as encoding/json names it in UnmarshalTypeError."""
+    ref = defs.ref_name(schema)
+    if ref:
+        resolved = defs.resolve(schema)
+        if "properties" in resolved:
+            return _go_name(ref)
+        schema = resolved
+    types = defs.types_of(schema)
+    if "array" in types:
+        return "[]" + _go_type(schema.get("items") or {})
+    if "object" in types:
+        add = schema.get("additionalProperties")
+        return "map[string]" + (_go_type(add) if isinstance(add, dict) else "interface {}")
+    if "integer" in types:
+        return schema.get("format") or "int64"
+    if "number" in types:
+        return "float64"
+    if "boolean" in types:
+        return "bool"
+    return "string"
+
+
+def _type_error(value: Any, schema: defs.Schema, path: str, owner: str) -> str:
+    """Go's `json: cannot unmarshal X into Go struct field Owner.path.without.indices of type T`."""
+    what = go_type_name(value)
+    target = _go_type(schema)
+    if what == "number" and (target.startswith(("int", "uint", "float"))):
+        # Only a number that does not fit a numeric field is quoted (encoding/json's literalStore).
+        what = f"number {value!r}" if isinstance(value, float) else f"number {value}"
+    field = re.sub(r"\[[^\]]*\]", "", path)
+    return f"json: cannot unmarshal {what} into Go struct field {owner}.{field} of type {target}"
+
+
+def _type_ok(value: Any, schema: defs.Schema) -> bool:
     if value is None:
-        return True, ""
+        return True
     if "oneOf" in schema:  # Quantity, IntOrString
-        for alt in schema["oneOf"]:
-            if _type_ok(value, alt)[0]:
-                return True, ""
-        return False, "string"
+        return any(_type_ok(value, alt) for alt in schema["oneOf"])
     types = defs.types_of(schema)
     if not types:
-        return True, ""
-    for t in types:
-        py = _JSON_TYPES.get(t)
-        if py is None:
-            return True, ""
-        if isinstance(value, bool) and t not in ("boolean",):
-            continue
-        if t == "integer" and isinstance(value, float) and value.is_integer():
-            return True, ""
-        if isinstance(value, py):
-            return True, ""
-    return False, next(iter(types))
+        return True
+    if isinstance(value, bool):
+        return "boolean" in types
+    if isinstance(value, int):
+        if "integer" in types:
+            lo, hi = _INT_RANGE.get(schema.get("format") or "int64", _INT_RANGE["int64"])
+            return lo <= value <= hi
+        return "number" in types
+    if isinstance(value, float):
+        return "number" in types
+    if isinstance(value, str):
+        return "string" in types
+    if isinstance(value, list):
+        return "array" in types
+    return "object" in types
 
 
 _TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.Time"
@@ -105,36 +138,43 @@ def _quantity(value: Any, report: DecodeReport) -> Any:
     return str(q)
 
 
-def _walk(value: Any, schema: defs.Schema, path: str, report: DecodeReport) -> Any:
-    """Check `value`; returns it, normalized where Go's decoding would (timestamps, quantities)."""
+def _walk(value: Any, schema: defs.Schema, path: str, report: DecodeReport, owner: str) -> Any:
+    """Check `value`; returns it, normalized where Go's decoding would (timestamps, quantities).
+
+    `owner` is the Go struct the current path started in (it names the field in type errors).
+    """
     ref = defs.ref_name(schema)
     if ref in (_TIME, _MICRO_TIME):
         return _timestamp(value, ref == _MICRO_TIME, report)
     if ref == _QUANTITY:
         return _quantity(value, report)
-    schema = defs.resolve(schema)
-    ok, want = _type_ok(value, schema)
-    if not ok:
-        report.type_errors.append(
-            f"json: cannot unmarshal {go_type_name(value)} into Go struct field {path or '.'} "
-            f"of type {_GO_TYPE.get(want, want)}")
+    if ref == _RAW_EXTENSION:
+        return value  # any JSON: semantic validation decides what it may hold
+    resolved = defs.resolve(schema)
+    if not _type_ok(value, resolved):
+        report.type_errors.append(_type_error(value, schema, path, owner))
         return value
     if value is None:
         return value
     if isinstance(value, dict):
-        props = schema.get("properties")
+        props = resolved.get("properties")
         if props is not None:
+            if ref:  # a nested struct: Go names fields below it after this struct
+                owner, path_base = _go_name(ref).split(".", 1)[1], path
+            else:
+                path_base = path
             for key in list(value):
+                child_path = f"{path_base}.{key}" if path_base else key
                 if key in props:
-                    value[key] = _walk(value[key], props[key], f"{path}.{key}" if path else key, report)
-                elif not schema.get("x-kubernetes-preserve-unknown-fields"):
-                    report.unknown.append(f"{path}.{key}" if path else key)
+                    value[key] = _walk(value[key], props[key], child_path, report, owner)
+                elif not resolved.get("x-kubernetes-preserve-unknown-fields"):
+                    report.unknown.append(child_path)
                     del value[key]
-        elif isinstance(schema.get("additionalProperties"), dict):
-            add = schema["additionalProperties"]
+        elif isinstance(resolved.get("additionalProperties"), dict):
+            add = resolved["additionalProperties"]
             for key in list(value):
-                value[key] = _walk(value[key], add, f"{path}[{key}]", report)
-    elif isinstance(value, list) and "items" in schema:
+                value[key] = _walk(value[key], add, f"{path}[{key}]", report, owner)
+    elif isinstance(value, list) and "items" in resolved:
         for i, v in enumerate(value):
-            value[i] = _walk(v, schema["items"], f"{path}[{i}]", report)
+            value[i] = _walk(v, resolved["items"], f"{path}[{i}]", report, owner)
     return value
