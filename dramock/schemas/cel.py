@@ -3104,60 +3104,40 @@ def _not(a: _Fn) -> _Fn:
     return not_
 
 
-def _loop_all(rng: _Fn, a: int, b: int | None, pred: _Fn, body: Any, ic: int) -> _Fn:
-    def all_(s: list) -> bool:
-        err = None
-        for x in (_iterable(rng(s)) if b is None else _iterable2(rng(s))):
-            if b is None:
-                s[a] = x
-            else:
-                s[a], s[b] = x
-            s[0] += ic
-            if s[0] > s[1]:
-                _checkpoint(s)
-            try:
-                v = pred(s)
-            except CELRuntimeError as e:
-                if not _absorbable(e):
-                    raise
-                err = err or e
-                continue
-            if v is False:
-                return False
-            if v is not True:
-                err = err or _no_overload("_&&_", True, v)
-        if err is not None:
-            raise err
-        return True
-    return all_
+def _quantifier(stop_on: bool, op: str) -> Callable[..., _Fn]:
+    """`all` (stops on false, like a chain of &&) and `exists` (stops on true, like ||), with CEL's rule
+    that a deciding value wins over errors met on other elements."""
+    def make(rng: _Fn, a: int, b: int | None, pred: _Fn, body: Any, ic: int) -> _Fn:
+        def run(s: list) -> bool:
+            err = None
+            for x in (_iterable(rng(s)) if b is None else _iterable2(rng(s))):
+                if b is None:
+                    s[a] = x
+                else:
+                    s[a], s[b] = x
+                s[0] += ic
+                if s[0] > s[1]:
+                    _checkpoint(s)
+                try:
+                    v = pred(s)
+                except CELRuntimeError as e:
+                    if not _absorbable(e):
+                        raise
+                    err = err or e
+                    continue
+                if v is stop_on:
+                    return stop_on
+                if v is not (not stop_on):
+                    err = err or _no_overload(op, not stop_on, v)
+            if err is not None:
+                raise err
+            return not stop_on
+        return run
+    return make
 
 
-def _loop_exists(rng: _Fn, a: int, b: int | None, pred: _Fn, body: Any, ic: int) -> _Fn:
-    def exists(s: list) -> bool:
-        err = None
-        for x in (_iterable(rng(s)) if b is None else _iterable2(rng(s))):
-            if b is None:
-                s[a] = x
-            else:
-                s[a], s[b] = x
-            s[0] += ic
-            if s[0] > s[1]:
-                _checkpoint(s)
-            try:
-                v = pred(s)
-            except CELRuntimeError as e:
-                if not _absorbable(e):
-                    raise
-                err = err or e
-                continue
-            if v is True:
-                return True
-            if v is not False:
-                err = err or _no_overload("_||_", False, v)
-        if err is not None:
-            raise err
-        return False
-    return exists
+_loop_all = _quantifier(False, "_&&_")
+_loop_exists = _quantifier(True, "_||_")
 
 
 def _loop_exists_one(rng: _Fn, a: int, b: int | None, pred: _Fn, body: Any, ic: int) -> _Fn:
