@@ -1,4 +1,4 @@
-"""The `dramock` command: serve (all in one), apiserver, kubeconfig."""
+"""The `dramock` command: serve (all in one), apiserver, controller-manager, kubeconfig."""
 
 from __future__ import annotations
 
@@ -74,6 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="number of simulated nodes (kubelet shims with the example driver; 0 = none)")
     api = sub.add_parser("apiserver", help="run the API server alone")
     _add_server_flags(api)
+    cm = sub.add_parser("controller-manager", help="run the bundled controllers (resource claims, garbage "
+                        "collector, namespaces, quota) against a running server")
+    cm.add_argument("--kubeconfig", required=True, help="kubeconfig naming the server to talk to")
+    cm.add_argument("-v", "--v", type=int, default=0, dest="verbosity",
+                    help="log verbosity; 4 or more logs debug messages")
     kc = sub.add_parser("kubeconfig", help="print a kubeconfig for a running dramock server")
     kc.add_argument("--server", default="", help="server URL (default http://127.0.0.1:8080)")
     kc.add_argument("--bind-address", default=DEFAULT_BIND)
@@ -86,6 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "kubeconfig":
         sys.stdout.write(kubeconfig_text(args.server or _server_url(args.bind_address, args.port)))
         return 0
+    if args.command == "controller-manager":
+        from dramock.controllers.manager import run_controller_manager
+
+        logging.basicConfig(level=logging.DEBUG if args.verbosity >= 4 else logging.INFO,
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        return run_controller_manager(args.kubeconfig, f"dramock-controller-manager/{__version__}")
     return _run_server(args)
 
 
@@ -135,12 +146,13 @@ def _components(url: str):
     import contextlib
 
     from dramock.client.rest import Client
-    from dramock.controllers.namespace import NamespaceController
+    from dramock.controllers.manager import ControllerManager
 
     async def ctx(_app):
         stop = asyncio.Event()
         client = Client(url, f"dramock-controller-manager/{__version__}")
-        tasks = [asyncio.create_task(NamespaceController(client).run(stop))]
+        # The controller manager runs every controller (namespace, quota, resource claims, garbage collector).
+        tasks = [asyncio.create_task(ControllerManager(client).run(stop))]
         yield
         stop.set()
         for t in tasks:

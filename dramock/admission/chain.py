@@ -1,6 +1,7 @@
 """The admission chain every write passes after validation and before storage.
 
-Plugins so far: NamespaceLifecycle. ResourceQuota and node restriction join as their issues land.
+Plugins so far: NamespaceLifecycle, then ResourceQuota (last, as upstream: it charges the quota in the same
+tick as the storage write). Node restriction joins as its issue lands.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dramock import errors
+from dramock.admission.quota import QuotaAdmission
 from dramock.storage.revlog import RevisionLog
 
 if TYPE_CHECKING:
@@ -32,12 +34,15 @@ class Target(Protocol):
 class Admission:
     def __init__(self, store: RevisionLog):
         self.store = store
+        self.quota = QuotaAdmission(store)
 
     def admit_create(self, call: Target, obj: Obj) -> None:
         self._namespace_lifecycle(call, creating=True)
+        self.quota.admit(call, obj, None)
 
     def admit_update(self, call: Target, obj: Obj, old: Obj) -> None:
         self._namespace_lifecycle(call, creating=False)
+        self.quota.admit(call, obj, old)
 
     def admit_delete(self, call: Target, old: Obj) -> None:
         if call.kind.plural == "namespaces" and call.kind.group == "" and call.name in IMMORTAL_NAMESPACES:

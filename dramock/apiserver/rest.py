@@ -417,10 +417,25 @@ class Rest:
                                   f"{om.get('resourceVersion')}")
         self.admission.admit_delete(call, old)
         grace = self._grace_period(kind, old, options)
-        pending = strategies.for_kind(kind).deletion_blocked(old) or grace > 0
+        # Upstream's store: while a graceful deletion is pending (and not shortened), DeleteOptions cannot change
+        # the finalizers; otherwise the propagation policy sets `orphan` / `foregroundDeletion` for the GC.
+        current_grace = om.get("deletionGracePeriodSeconds") or 0
+        graceful_pending = bool(om.get("deletionTimestamp")) and current_grace > 0 and grace >= current_grace
+        gc_finalizers = None if graceful_pending else _gc_finalizers(om.get("finalizers") or [], options)
+        pending = strategies.for_kind(kind).deletion_blocked(old) or grace > 0 or gc_finalizers is not None
         if pending:
             obj = clone(old)
             m = obj["metadata"]
+            if gc_finalizers is not None:
+                if gc_finalizers:
+                    m["finalizers"] = gc_finalizers
+                else:
+                    m.pop("finalizers", None)
+                if not strategies.for_kind(kind).deletion_blocked(obj) and grace == 0:
+                    # Only GC finalizers were dropped (e.g. Background after Orphan): nothing holds it any more.
+                    if call.dry_run:
+                        return self._deleted_result(kind, old)
+                    return self._deleted_result(kind, self.store.delete(kind.storage_bucket, key))
             if not m.get("deletionTimestamp"):
                 m["deletionTimestamp"] = (datetime.now(UTC) + timedelta(seconds=grace)).strftime(
                     "%Y-%m-%dT%H:%M:%SZ")
@@ -486,6 +501,10 @@ class Rest:
         if "propagationPolicy" in call.query:
             options["propagationPolicy"] = call.param("propagationPolicy")
         policy = options.get("propagationPolicy")
+        if policy and "orphanDependents" in options and options["orphanDependents"] is not None:
+            raise errors.invalid("DeleteOptions", "meta.k8s.io", "", [strategies.cause(
+                "FieldValueInvalid", "propagationPolicy", f'Invalid value: "{policy}": orphanDependents and '
+                "deletionPropagation cannot be both set")])
         if policy and policy not in ("Orphan", "Background", "Foreground"):
             raise errors.invalid("DeleteOptions", "meta.k8s.io", "", [strategies.cause(
                 "FieldValueNotSupported", "propagationPolicy",
@@ -514,6 +533,38 @@ class Rest:
 
 
 # ---------------------------------------------------------------- helpers
+
+ORPHAN_FINALIZER = "orphan"
+FOREGROUND_FINALIZER = "foregroundDeletion"
+
+
+def _gc_finalizers(finalizers: list[str], options: Obj) -> list[str] | None:
+    """The finalizers a delete leaves for the garbage collector, or None when they stay as they are.
+
+    As upstream's deletionFinalizersForGarbageCollection: an explicit orphanDependents or propagationPolicy
+    decides; otherwise an `orphan` / `foregroundDeletion` finalizer already present stays in force.
+    """
+    orphan = foreground = False
+    policy = options.get("propagationPolicy")
+    if options.get("orphanDependents") is not None:
+        orphan = bool(options["orphanDependents"])
+    elif policy:
+        orphan, foreground = policy == "Orphan", policy == "Foreground"
+    else:
+        for f in finalizers:
+            if f == ORPHAN_FINALIZER:
+                orphan = True
+                break
+            if f == FOREGROUND_FINALIZER:
+                foreground = True
+                break
+    new = [f for f in finalizers if f not in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)]
+    if orphan:
+        new.append(ORPHAN_FINALIZER)
+    if foreground:
+        new.append(FOREGROUND_FINALIZER)
+    return None if set(new) == set(finalizers) else new
+
 
 def _reset_fields(call: Call) -> list[str]:
     """Fields the strategy resets for this endpoint (upstream's GetResetFields): not the writer's to own."""

@@ -1,0 +1,57 @@
+"""The controller manager: every bundled controller in one process, each an API client over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+
+from dramock.client.rest import Client, server_from_kubeconfig
+from dramock.controllers.garbagecollector import GarbageCollector
+from dramock.controllers.namespace import NamespaceController
+from dramock.controllers.quota import QuotaController
+from dramock.controllers.resourceclaim import ResourceClaimController, register_metrics
+
+log = logging.getLogger("dramock.controllers.manager")
+
+
+class ControllerManager:
+    def __init__(self, client: Client):
+        self.client = client
+        self.namespace = NamespaceController(client)
+        self.quota = QuotaController(client)
+        self.resourceclaim = ResourceClaimController(client)
+        self.garbagecollector = GarbageCollector(client)
+        register_metrics(self.resourceclaim)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        tasks = [asyncio.create_task(c.run(stop), name=type(c).__name__)
+                 for c in (self.namespace, self.quota, self.resourceclaim, self.garbagecollector)]
+        try:
+            await stop.wait()
+        finally:
+            for t in tasks:
+                t.cancel()
+            for t in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await t
+
+
+def run_controller_manager(kubeconfig: str, user_agent: str) -> int:
+    """`dramock controller-manager --kubeconfig FILE`: run until SIGINT/SIGTERM."""
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        client = Client(server_from_kubeconfig(kubeconfig), user_agent)
+        try:
+            log.info("controller manager talking to %s", client.server)
+            await ControllerManager(client).run(stop)
+        finally:
+            await client.close()
+
+    asyncio.run(main())
+    return 0

@@ -1,0 +1,108 @@
+"""The kubelet shim: node registration + lease, DRA plugin registration, ResourceSlice cleanup, pod lifecycle.
+
+Every piece is an API client over HTTP (dramock.client) plus gRPC to the drivers on this node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from dataclasses import dataclass, field
+
+from dramock.client.rest import APIStatusError, Client, resource_path, server_from_kubeconfig
+from dramock.kubelet.node import NodeConfig, NodeLease, register_node
+from dramock.kubelet.plugins import DRAPluginClient, PluginRegistry, PluginWatcher
+
+log = logging.getLogger("dramock.kubelet")
+
+DEFAULT_ROOT_DIR = "/var/lib/kubelet"
+SLICES_PATH = resource_path("resource.k8s.io", "v1", "resourceslices")
+
+
+@dataclass
+class KubeletConfig:
+    node: NodeConfig
+    root_dir: str = DEFAULT_ROOT_DIR
+    # Upstream layout: <root>/plugins_registry/<driver>-reg.sock, endpoints under <root>/plugins/<driver>/.
+    registry_dir: str = ""
+    plugins_dir: str = ""
+    plugin_poll_interval: float = 0.2
+    manage_pods: bool = True
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.registry_dir = self.registry_dir or os.path.join(self.root_dir, "plugins_registry")
+        self.plugins_dir = self.plugins_dir or os.path.join(self.root_dir, "plugins")
+
+
+class Kubelet:
+    def __init__(self, client: Client, cfg: KubeletConfig):
+        self.client = client
+        self.cfg = cfg
+        self.node_name = cfg.node.name
+        self.plugins = PluginRegistry()
+        self.lease = NodeLease(client, cfg.node)
+        self.watcher = PluginWatcher(cfg.registry_dir, cfg.plugins_dir, self.plugins,
+                                     on_registered=self._on_registered, on_unregistered=self._on_unregistered,
+                                     poll_interval=cfg.plugin_poll_interval)
+        self.pods = None
+        if cfg.manage_pods:
+            from dramock.kubelet.pods import PodManager
+
+            self.pods = PodManager(client, self.node_name, self.plugins)
+
+    async def delete_slices(self, driver: str | None = None) -> None:
+        """DeleteCollection of this node's ResourceSlices (all drivers, or one)."""
+        selector = f"spec.nodeName={self.node_name}" + (f",spec.driver={driver}" if driver else "")
+        await self.client.request("DELETE", SLICES_PATH, params={"fieldSelector": selector})
+        log.info("deleted ResourceSlices with %s", selector)
+
+    async def _on_registered(self, plugin: DRAPluginClient) -> None:
+        if self.pods is not None:
+            self.pods.kick()
+
+    async def _on_unregistered(self, driver: str) -> None:
+        try:
+            await self.delete_slices(driver)
+        except APIStatusError as e:
+            log.warning("deleting ResourceSlices of driver %s: %s", driver, e)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await register_node(self.client, self.cfg.node)
+        # On start, no driver is registered yet: whatever slices this node has are stale (KEP-4381).
+        await self.delete_slices()
+        tasks = [asyncio.create_task(self.lease.run(stop), name="node-lease"),
+                 asyncio.create_task(self.watcher.run(stop), name="plugin-watcher")]
+        if self.pods is not None:
+            tasks.append(asyncio.create_task(self.pods.run(stop), name="pods"))
+        try:
+            await stop.wait()
+        finally:
+            for t in tasks:
+                t.cancel()
+            for t in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await t
+
+
+async def run_kubelet(server: str, cfg: KubeletConfig, stop: asyncio.Event | None = None,
+                      user_agent: str = "dramock-kubelet") -> None:
+    """Run one kubelet shim against `server` (an http URL) until `stop` is set (or SIGINT/SIGTERM if None)."""
+    if stop is None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+    client = Client(server, f"{user_agent}/{cfg.node.name}")
+    try:
+        log.info("kubelet %s talking to %s; plugin registry %s", cfg.node.name, server, cfg.registry_dir)
+        await Kubelet(client, cfg).run(stop)
+    finally:
+        await client.close()
+
+
+def server_url(server: str, kubeconfig: str) -> str:
+    return server or server_from_kubeconfig(kubeconfig)
