@@ -9,6 +9,8 @@ import sys
 
 from dramock import KUBERNETES_VERSION, __version__
 
+EXAMPLE_DRIVER = "gpu.example.com"
+EXAMPLE_GPUS_PER_NODE = 8
 DEFAULT_PORT = 8080
 DEFAULT_BIND = "127.0.0.1"
 
@@ -79,6 +81,20 @@ def build_parser() -> argparse.ArgumentParser:
     cm.add_argument("--kubeconfig", required=True, help="kubeconfig naming the server to talk to")
     cm.add_argument("-v", "--v", type=int, default=0, dest="verbosity",
                     help="log verbosity; 4 or more logs debug messages")
+    kl = sub.add_parser("kubelet", help="run one kubelet shim (node, lease, DRA plugin registration, pods)")
+    from dramock.kubelet.__main__ import add_kubelet_flags
+
+    add_kubelet_flags(kl)
+    drv = sub.add_parser("example-driver", help="run the example DRA driver (gpu.example.com) for one node")
+    drv.add_argument("--kubeconfig", default="", help="kubeconfig naming the server")
+    drv.add_argument("--server", default="", help="server URL (instead of --kubeconfig)")
+    drv.add_argument("--node-name", required=True)
+    drv.add_argument("--driver", default=EXAMPLE_DRIVER)
+    drv.add_argument("--devices", type=int, default=8)
+    drv.add_argument("--root-dir", default="/var/lib/kubelet")
+    drv.add_argument("--plugins-registry-dir", default="")
+    drv.add_argument("--plugins-dir", default="")
+    drv.add_argument("-v", "--v", type=int, default=0, dest="verbosity")
     kc = sub.add_parser("kubeconfig", help="print a kubeconfig for a running dramock server")
     kc.add_argument("--server", default="", help="server URL (default http://127.0.0.1:8080)")
     kc.add_argument("--bind-address", default=DEFAULT_BIND)
@@ -97,7 +113,34 @@ def main(argv: list[str] | None = None) -> int:
         logging.basicConfig(level=logging.DEBUG if args.verbosity >= 4 else logging.INFO,
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         return run_controller_manager(args.kubeconfig, f"dramock-controller-manager/{__version__}")
+    if args.command in ("kubelet", "example-driver"):
+        return _run_node_component(args)
     return _run_server(args)
+
+
+def _run_node_component(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from dramock.kubelet.kubelet import server_url
+
+    logging.basicConfig(level=logging.DEBUG if args.verbosity >= 4 else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not args.kubeconfig and not args.server:
+        print(f"dramock {args.command}: one of --kubeconfig or --server is required", file=sys.stderr)
+        return 2
+    server = server_url(args.server, args.kubeconfig)
+    if args.command == "kubelet":
+        from dramock.kubelet.__main__ import config_from_args
+        from dramock.kubelet.kubelet import run_kubelet
+
+        asyncio.run(run_kubelet(server, config_from_args(args)))
+    else:
+        from dramock.kubelet.exampledriver import run_driver
+
+        asyncio.run(run_driver(server, args.node_name, driver=args.driver, devices=args.devices,
+                               root_dir=args.root_dir, registry_dir=args.plugins_registry_dir,
+                               plugins_dir=args.plugins_dir))
+    return 0
 
 
 def _run_server(args: argparse.Namespace) -> int:
@@ -133,15 +176,28 @@ def _run_server(args: argparse.Namespace) -> int:
         print(f"export KUBECONFIG={path}", flush=True)
     app = server.app()
     if args.command == "serve":
-        app.cleanup_ctx.append(_components(url))
+        app.cleanup_ctx.append(_components(url, args.nodes, args.data_dir))
     # handler_cancellation: a watch ends as soon as its client goes away, as upstream's do.
     web.run_app(app, host=args.bind_address, port=args.port, print=None, access_log=None,
                 handle_signals=True, handler_cancellation=True, shutdown_timeout=5)
     return 0
 
 
-def _components(url: str):
-    """The bundled components of `serve`: API clients of the server over HTTP, as the real ones are."""
+def _node_root(data_dir: str, node: str) -> str:
+    """Where a simulated node keeps its plugin sockets. Unix socket paths are limited to ~107 bytes, so a
+    deep data dir falls back to a short temporary directory."""
+    import tempfile
+
+    root = os.path.join(os.path.abspath(data_dir), "nodes", node)
+    longest = os.path.join(root, "plugins", EXAMPLE_DRIVER, "dra.sock")
+    if len(longest.encode()) > 100:
+        root = tempfile.mkdtemp(prefix=f"dramock-{node}-")
+    return root
+
+
+def _components(url: str, nodes: int, data_dir: str):
+    """The bundled components of `serve`: API clients of the server over HTTP, as the real ones are.
+    The controller manager, and per simulated node a kubelet shim with the example driver."""
     import asyncio
     import contextlib
 
@@ -151,15 +207,40 @@ def _components(url: str):
     async def ctx(_app):
         stop = asyncio.Event()
         client = Client(url, f"dramock-controller-manager/{__version__}")
-        # The controller manager runs every controller (namespace, quota, resource claims, garbage collector).
         tasks = [asyncio.create_task(ControllerManager(client).run(stop))]
+        if nodes > 0:
+            tasks.append(asyncio.create_task(_start_nodes(url, nodes, data_dir, stop, tasks)))
         yield
         stop.set()
         for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(t, 5)
         await client.close()
 
     return ctx
+
+
+async def _start_nodes(url: str, nodes: int, data_dir: str, stop, tasks: list) -> None:
+    """Once the server answers: install the example DeviceClass and start a kubelet shim plus the example
+    driver per node (they register and publish over HTTP like real ones)."""
+    import asyncio
+
+    import aiohttp
+
+    from dramock.kubelet.exampledriver import install_device_class, run_driver
+    from dramock.kubelet.kubelet import KubeletConfig, run_kubelet
+    from dramock.kubelet.node import NodeConfig
+
+    while not stop.is_set():  # components start before the server listens
+        try:
+            await install_device_class(url, EXAMPLE_DRIVER)
+            break
+        except (aiohttp.ClientError, OSError):
+            await asyncio.sleep(0.1)
+    for i in range(1, nodes + 1):
+        name = f"node-{i}"
+        root = _node_root(data_dir, name)
+        tasks.append(asyncio.create_task(run_kubelet(url, KubeletConfig(node=NodeConfig(name=name), root_dir=root),
+                                                     stop)))
+        tasks.append(asyncio.create_task(run_driver(url, name, driver=EXAMPLE_DRIVER,
+                                                    devices=EXAMPLE_GPUS_PER_NODE, root_dir=root, stop=stop)))

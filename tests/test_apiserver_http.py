@@ -511,3 +511,28 @@ def test_taints_get_time_added_by_default(server):
                  "devices": [{"name": "d0", "taints": [{"key": "example.com/k", "effect": "NoSchedule"}]}]}})
     assert code == 201, sl
     assert sl["spec"]["devices"][0]["taints"][0]["timeAdded"].endswith("Z")
+
+
+def test_serve_starts_two_ready_nodes_with_example_gpus(tmp_path):
+    """A newcomer's `dramock serve` (default --nodes 2): Ready nodes, 8 example GPUs each, the class installed."""
+    from tests.conftest import start_server, stop
+
+    s = start_server(str(tmp_path), command="serve")
+    try:
+        def ready_nodes():
+            _, _, nodes = s.request("GET", "/api/v1/nodes")
+            ready = [n["metadata"]["name"] for n in nodes["items"]
+                     if any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"]["conditions"])]
+            return sorted(ready) == ["node-1", "node-2"]
+
+        wait_for(ready_nodes, what="two Ready nodes")
+
+        def slices():
+            _, _, body = s.request("GET", "/apis/resource.k8s.io/v1/resourceslices")
+            return {i["spec"]["nodeName"]: len(i["spec"]["devices"]) for i in body["items"]} == \
+                {"node-1": 8, "node-2": 8}
+
+        wait_for(slices, what="the example driver's slices")
+        assert s.request("GET", "/apis/resource.k8s.io/v1/deviceclasses/gpu.example.com")[0] == 200
+    finally:
+        stop(s)

@@ -147,6 +147,24 @@ async def run_driver(server: str, node_name: str, driver: str = "gpu.example.com
         await client.close()
 
 
+def device_class(driver: str) -> Obj:
+    """The DeviceClass a driver's Helm chart would install: every device of this driver."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": driver},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}}
+
+
+async def install_device_class(server: str, driver: str = "gpu.example.com") -> None:
+    """Create the driver's DeviceClass unless it exists (an admin's own class of that name wins)."""
+    client = Client(server, "dramock-exampledriver/install")
+    try:
+        await client.request("POST", resource_path("resource.k8s.io", "v1", "deviceclasses"), device_class(driver))
+    except APIStatusError as e:
+        if e.code != 409:
+            raise
+    finally:
+        await client.close()
+
+
 async def _publish(client: Client, body: Obj) -> None:
     path = resource_path("resource.k8s.io", "v1", "resourceslices")
     try:
