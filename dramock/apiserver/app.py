@@ -22,9 +22,10 @@ from dramock import errors
 from dramock.admission import strategy as strategies
 from dramock.admission.chain import SYSTEM_NAMESPACES, Admission
 from dramock.apiserver import codec, discovery, openapi
-from dramock.apiserver.rest import Call, Rest, Result, meta, stamp_resource_version
+from dramock.apiserver.rest import Call, Rest, Result, meta, now_rfc3339, stamp_resource_version
 from dramock.apiserver.watch import WatchHandler
-from dramock.schemas import convert, printers, registry
+from dramock.jsonvalue import clone
+from dramock.schemas import printers, registry
 from dramock.schemas.featuregates import FeatureGates
 from dramock.schemas.registry import Kind
 from dramock.storage.revlog import RevisionLog, sqlite_url
@@ -172,13 +173,12 @@ class APIServer:
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"
         parts = [p for p in path.split("/") if p]
-        method = request.method
         if not parts:
             return _json({"paths": sorted(["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/metrics",
                                            "/openapi/v2", "/openapi/v3", "/version"])})
         head = parts[0]
         if head in ("healthz", "livez", "readyz"):
-            return self._health(head, parts)
+            return self._health(head)
         if head == "version" and len(parts) == 1:
             return _json(discovery.version_info())
         if head == "metrics" and len(parts) == 1:
@@ -205,15 +205,12 @@ class APIServer:
             if parts[2] not in registry.versions_of(group):
                 raise errors.path_not_found()
             return await self._resource_request(request, group, parts[2], parts[3:])
-        del method
         raise errors.path_not_found()
 
-    def _health(self, head: str, parts: list[str]) -> web.Response:
+    def _health(self, head: str) -> web.Response:
         if head == "readyz" and not self.ready:
             return web.Response(status=500, text="[-]ready failed: not ready\nreadyz check failed\n")
-        if len(parts) > 1:
-            return web.Response(text="ok")
-        return web.Response(text="ok")
+        return web.Response(text="ok")  # also for the per-check paths such as /healthz/ping
 
     def _discovery(self, request: web.Request, core: bool) -> web.Response:
         if discovery.wants_aggregated(request.headers.get("Accept", "")):
@@ -311,13 +308,11 @@ class APIServer:
         if current["metadata"].get("deletionTimestamp"):
             raise errors.conflict("pods", "", name or "", f"pod {name} is being deleted, cannot be assigned "
                                   "to a host")
-        import copy
-
-        pod = copy.deepcopy(current)
+        pod = clone(current)
         pod["spec"]["nodeName"] = target
         conditions = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") != "PodScheduled"]
         conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-                           "lastTransitionTime": _now()})
+                           "lastTransitionTime": now_rfc3339()})
         pod.setdefault("status", {})["conditions"] = conditions
         # Binding bypasses the spec-immutability of updates, as upstream's BindingREST does.
         stored = self.rest.store.update(pods.storage_bucket, f"{call.namespace}/{name}", pod)
@@ -427,10 +422,6 @@ def _bool(raw: str | None) -> bool:
     return (raw or "").lower() in ("1", "true")
 
 
-def _now() -> str:
-    from dramock.apiserver.rest import now_rfc3339
-
-    return now_rfc3339()
 
 
 def _escape_warning(text: str) -> str:
@@ -450,4 +441,3 @@ class _EmptyQuery(dict):
 
 
 _EMPTY_QUERY: Any = _EmptyQuery()
-_ = convert

@@ -7,7 +7,6 @@ write can fall between the initial state and the live events.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -247,5 +246,3 @@ def _bool(raw: str | None) -> bool | None:
         return None
     return raw.lower() in ("1", "true", "yes")
 
-
-_ = json  # json is used implicitly through codec; kept for clarity of the wire format
