@@ -1,0 +1,49 @@
+"""The allocator's contract with the scheduling loop (shared by both; no I/O here).
+
+The allocator is a pure function: `allocate(AllocationInput) -> AllocationOutcome`. The loop gathers the
+input from its informers (ResourceSlices, DeviceClasses, DeviceTaintRules, allocated claims) and keeps the
+in-flight allocations it has reserved in memory but not yet written, so two pods never get one device.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dramock.schemas.featuregates import FeatureGates
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class AllocationInput:
+    # The pod's claims that still need an allocation (v1 wire shape), allocated together.
+    claims: list[Obj]
+    # The candidate node (v1 Node), or None to allocate without a node (e.g. network-attached only).
+    node: Obj | None
+    slices: list[Obj]
+    classes: dict[str, Obj]  # DeviceClass name -> object
+    # Claims whose status.allocation is already written: their devices, shares, consumed capacity and
+    # counters are in use (adminAccess results do not take devices away from others).
+    allocated: list[Obj] = field(default_factory=list)
+    # Allocations reserved in memory by the scheduler for other pods, not yet written (same shape as a
+    # claim with status.allocation).
+    in_flight: list[Obj] = field(default_factory=list)
+    taint_rules: list[Obj] = field(default_factory=list)
+    gates: FeatureGates = field(default_factory=FeatureGates)
+    # time.monotonic() deadline (FilterTimeout); None = no limit.
+    deadline: float | None = None
+
+
+@dataclass
+class AllocationOutcome:
+    # One status.allocation per input claim, in input order, when everything fits on the node.
+    allocations: list[Obj] | None = None
+    # Why not, in upstream's words (e.g. "cannot allocate all claims"), when allocations is None.
+    reason: str = ""
+    # True when the time budget ran out (the node is unschedulable for this pod, as upstream).
+    timed_out: bool = False
+
+    @property
+    def fits(self) -> bool:
+        return self.allocations is not None
