@@ -146,7 +146,7 @@ class CELCompileError(CELError):
 
 
 class CELRuntimeError(CELError):
-    """Evaluation failed (missing attribute, bad operand...). The allocator treats it as "no match"."""
+    """Evaluation failed (missing attribute, bad operand...). As upstream, the allocator fails the allocation."""
 
 
 class CELCostExceeded(CELCompileError, CELRuntimeError):
