@@ -1,4 +1,5 @@
-"""The `dramock` command: serve (all in one), apiserver, controller-manager, kubeconfig."""
+"""The `dramock` command: serve (all in one), apiserver, controller-manager, scheduler, kubelet, example-driver,
+kubeconfig."""
 
 from __future__ import annotations
 
@@ -81,6 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
     cm.add_argument("--kubeconfig", required=True, help="kubeconfig naming the server to talk to")
     cm.add_argument("-v", "--v", type=int, default=0, dest="verbosity",
                     help="log verbosity; 4 or more logs debug messages")
+    sch = sub.add_parser("scheduler", help="run the scheduler (DRA structured parameters) against a running server")
+    from dramock.scheduler.__main__ import add_scheduler_flags
+
+    add_scheduler_flags(sch)
     kl = sub.add_parser("kubelet", help="run one kubelet shim (node, lease, DRA plugin registration, pods)")
     from dramock.kubelet.__main__ import add_kubelet_flags
 
@@ -113,6 +118,10 @@ def main(argv: list[str] | None = None) -> int:
         logging.basicConfig(level=logging.DEBUG if args.verbosity >= 4 else logging.INFO,
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         return run_controller_manager(args.kubeconfig, f"dramock-controller-manager/{__version__}")
+    if args.command == "scheduler":
+        from dramock.scheduler.__main__ import run_from_args
+
+        return run_from_args(args)
     if args.command in ("kubelet", "example-driver"):
         return _run_node_component(args)
     return _run_server(args)
@@ -176,7 +185,7 @@ def _run_server(args: argparse.Namespace) -> int:
         print(f"export KUBECONFIG={path}", flush=True)
     app = server.app()
     if args.command == "serve":
-        app.cleanup_ctx.append(_components(url, args.nodes, args.data_dir))
+        app.cleanup_ctx.append(_components(url, args.nodes, args.data_dir, gates))
     # handler_cancellation: a watch ends as soon as its client goes away, as upstream's do.
     web.run_app(app, host=args.bind_address, port=args.port, print=None, access_log=None,
                 handle_signals=True, handler_cancellation=True, shutdown_timeout=5)
@@ -195,9 +204,9 @@ def _node_root(data_dir: str, node: str) -> str:
     return root
 
 
-def _components(url: str, nodes: int, data_dir: str):
+def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool]):
     """The bundled components of `serve`: API clients of the server over HTTP, as the real ones are.
-    The controller manager, and per simulated node a kubelet shim with the example driver."""
+    The controller manager, the scheduler, and per simulated node a kubelet shim with the example driver."""
     import asyncio
     import contextlib
 
@@ -207,7 +216,11 @@ def _components(url: str, nodes: int, data_dir: str):
     async def ctx(_app):
         stop = asyncio.Event()
         client = Client(url, f"dramock-controller-manager/{__version__}")
-        tasks = [asyncio.create_task(ControllerManager(client).run(stop))]
+        from dramock.scheduler.loop import run_scheduler
+
+        tasks = [asyncio.create_task(ControllerManager(client).run(stop)),
+                 asyncio.create_task(run_scheduler(url, stop, gates=gates,
+                                                   user_agent=f"dramock-scheduler/{__version__}"))]
         if nodes > 0:
             tasks.append(asyncio.create_task(_start_nodes(url, nodes, data_dir, stop, tasks)))
         yield

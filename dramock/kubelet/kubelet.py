@@ -31,6 +31,9 @@ class KubeletConfig:
     plugins_dir: str = ""
     plugin_poll_interval: float = 0.2
     manage_pods: bool = True
+    # Retry backoff of failed NodePrepareResources/NodeUnprepareResources calls: initial delay, doubling to max.
+    prepare_backoff_initial: float = 0.5
+    prepare_backoff_max: float = 30.0
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -52,7 +55,8 @@ class Kubelet:
         if cfg.manage_pods:
             from dramock.kubelet.pods import PodManager
 
-            self.pods = PodManager(client, self.node_name, self.plugins)
+            self.pods = PodManager(client, self.node_name, self.plugins, backoff_initial=cfg.prepare_backoff_initial,
+                                   backoff_max=cfg.prepare_backoff_max)
 
     async def delete_slices(self, driver: str | None = None) -> None:
         """DeleteCollection of this node's ResourceSlices (all drivers, or one)."""

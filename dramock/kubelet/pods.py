@@ -2,9 +2,19 @@
 
 A pod runs once each of its ResourceClaims exists, is allocated and is reserved for it: the kubelet calls
 NodePrepareResources once per driver (for the claims not yet prepared on this node), then posts Running and
-Ready through pods/status. Until then the pod stays Pending and gets a FailedPrepareDynamicResources event.
-When a pod is being deleted (deletionTimestamp), the kubelet calls NodeUnprepareResources for the claims no
-other pod on the node still uses, then deletes the pod for good (gracePeriodSeconds=0).
+Ready through pods/status, and records the CDI device IDs each container got in a Normal
+`PreparedDynamicResources` event (what `kubectl describe pod` shows). Until then the pod stays Pending and
+gets a FailedPrepareDynamicResources event; driver failures are retried with exponential backoff (the event's
+count goes up with every attempt), API-side reasons (claim not allocated, not reserved) on every change.
+
+A pod is done with its claims when it is being deleted (deletionTimestamp), when it reached Succeeded or
+Failed, or when it vanished from the API server: the kubelet then calls NodeUnprepareResources for the claims
+no other live pod on the node still uses. Unprepare failures are retried with backoff and reported as
+FailedUnprepareDynamicResources events; a pod being deleted stays Terminating until its claims are unprepared,
+then the kubelet deletes it for good (gracePeriodSeconds=0).
+
+kwok-style completion: a running pod annotated `dramock.io/complete-after-seconds: "N"` finishes N seconds
+after it started: Succeeded, or Failed when it is also annotated `dramock.io/exit-code: "<non-zero>"`.
 """
 
 from __future__ import annotations
@@ -12,8 +22,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 from dramock.client.rest import APIStatusError, Client, list_and_watch, resource_path
@@ -25,7 +37,13 @@ log = logging.getLogger("dramock.kubelet.pods")
 Obj = dict[str, Any]
 EVENT_FAILED_PREPARE = "FailedPrepareDynamicResources"
 EVENT_FAILED_UNPREPARE = "FailedUnprepareDynamicResources"
-RETRY_INTERVAL = 1.0
+EVENT_PREPARED = "PreparedDynamicResources"
+COMPLETE_AFTER_ANNOTATION = "dramock.io/complete-after-seconds"
+EXIT_CODE_ANNOTATION = "dramock.io/exit-code"
+RETRY_INTERVAL = 1.0  # resync of pods waiting on the API (claims not allocated/reserved yet)
+BACKOFF_INITIAL = 0.5  # driver failures: 0.5 s, 1 s, 2 s, ... up to BACKOFF_MAX
+BACKOFF_MAX = 30.0
+TERMINAL = ("Succeeded", "Failed")
 
 
 class NotReady(Exception):
@@ -58,16 +76,41 @@ def pod_claim_names(pod: Obj) -> list[tuple[str, str | None]]:
     return out
 
 
+def _phase(pod: Obj) -> str:
+    return (pod.get("status") or {}).get("phase") or "Pending"
+
+
+def _parse_time(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        return None
+
+
+def _drivers_of(claim: Obj) -> list[str]:
+    results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results")
+    return sorted({r["driver"] for r in results or [] if r.get("driver")})
+
+
 class PodManager:
-    def __init__(self, client: Client, node_name: str, plugins: PluginRegistry):
+    def __init__(self, client: Client, node_name: str, plugins: PluginRegistry,
+                 backoff_initial: float = BACKOFF_INITIAL, backoff_max: float = BACKOFF_MAX):
         self.client = client
         self.node_name = node_name
         self.plugins = plugins
+        self.backoff_initial, self.backoff_max = backoff_initial, backoff_max
         self.pods: dict[str, Obj] = {}  # uid -> pod bound to this node
         self.prepared: dict[str, PreparedClaim] = {}  # claim uid -> state
-        self.running: set[str] = set()  # pod UIDs this kubelet started
+        self.running: set[str] = set()  # pod UIDs running (started by this kubelet or adopted)
+        self.released: set[str] = set()  # pod UIDs whose claims are unprepared (or were never this run's)
+        self._adopted: set[str] = set()  # running pods started before this kubelet run: claims not known yet
+        self._orphans: dict[str, Obj] = {}  # pods deleted from the API before their claims were unprepared
+        self._started: dict[str, float] = {}  # pod uid -> wall-clock start (for completion)
+        self._retry: dict[str, tuple[int, float]] = {}  # pod uid -> (failures, monotonic time of next attempt)
         self._dirty = asyncio.Event()
-        self._last_event: dict[str, str] = {}  # pod uid -> last event message (no repeats)
+        self._events: dict[str, dict[tuple[str, str], list]] = {}  # pod uid -> {(reason, msg): [name, count]}
 
     def kick(self) -> None:
         self._dirty.set()
@@ -77,21 +120,45 @@ class PodManager:
             return
         uid = pod["metadata"]["uid"]
         if typ == "DELETED":
-            self.pods.pop(uid, None)
-            self.running.discard(uid)
-            self._last_event.pop(uid, None)
+            known = self.pods.pop(uid, None)
+            if uid not in self.released and (uid in self._adopted or any(uid in pc.pods
+                                                                         for pc in self.prepared.values())):
+                self._orphans[uid] = known or pod  # gone without us: its claims still need unpreparing
+            for s in (self.running, self.released):
+                s.discard(uid)
+            for d in (self._started, self._events):
+                d.pop(uid, None)
+            if uid not in self._orphans:
+                self._retry.pop(uid, None)
         else:
+            first = uid not in self.pods
             self.pods[uid] = pod
-            if (pod.get("status") or {}).get("phase") == "Running" and uid not in self.running:
-                self._adopt(pod)  # started by an earlier kubelet run: its claims count as prepared
+            if first and _phase(pod) in TERMINAL:
+                self.released.add(uid)  # finished before this kubelet run: its claims were released then
+            elif _phase(pod) == "Running" and uid not in self.running:
+                self._adopt(pod)
         self.kick()
 
     async def _on_claim(self, typ: str, claim: Obj) -> None:
         self.kick()
 
     def _adopt(self, pod: Obj) -> None:
-        # The claims it uses are looked up again when it terminates (_rediscover).
-        self.running.add(pod["metadata"]["uid"])
+        """A pod started by an earlier kubelet run: it runs on; its claims are looked up when needed."""
+        uid = pod["metadata"]["uid"]
+        self.running.add(uid)
+        self._adopted.add(uid)
+        self._started[uid] = _parse_time((pod.get("status") or {}).get("startTime")) or time.time()
+
+    def _next_wake(self) -> float:
+        wake = RETRY_INTERVAL
+        now_m, now_w = time.monotonic(), time.time()
+        for _, at in self._retry.values():
+            wake = min(wake, at - now_m)
+        for uid in self.running:
+            due = self._completion_due(self.pods.get(uid))
+            if due is not None:
+                wake = min(wake, due - now_w)
+        return max(wake, 0.02)
 
     async def run(self, stop: asyncio.Event) -> None:
         informers = [asyncio.create_task(list_and_watch(self.client, resource_path("", "v1", "pods"),
@@ -102,13 +169,15 @@ class PodManager:
         try:
             while not stop.is_set():
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._dirty.wait(), RETRY_INTERVAL)
+                    await asyncio.wait_for(self._dirty.wait(), self._next_wake())
                 self._dirty.clear()
                 for pod in list(self.pods.values()):
                     try:
                         await self.sync_pod(pod)
                     except Exception as e:  # noqa: BLE001 - one pod's failure must not stop the others
                         log.warning("pod %s/%s: %s", pod["metadata"].get("namespace"), pod["metadata"]["name"], e)
+                for uid, pod in list(self._orphans.items()):
+                    await self._sync_orphan(uid, pod)
         finally:
             for t in informers:
                 t.cancel()
@@ -116,23 +185,77 @@ class PodManager:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await t
 
+    def _due(self, uid: str) -> bool:
+        retry = self._retry.get(uid)
+        return retry is None or retry[1] <= time.monotonic()
+
+    def _backoff(self, uid: str) -> float:
+        failures = self._retry.get(uid, (0, 0.0))[0] + 1
+        delay = min(self.backoff_initial * 2 ** (failures - 1), self.backoff_max)
+        self._retry[uid] = (failures, time.monotonic() + delay)
+        return delay
+
     async def sync_pod(self, pod: Obj) -> None:
         m = pod["metadata"]
         uid = m["uid"]
-        if m.get("deletionTimestamp"):
-            await self._terminate(pod)
+        if not self._due(uid):
             return
-        if uid in self.running or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        releasing = bool(m.get("deletionTimestamp")) or _phase(pod) in TERMINAL
+        try:
+            if m.get("deletionTimestamp"):
+                await self._terminate(pod)
+            elif _phase(pod) in TERMINAL:
+                if uid not in self.released:
+                    await self._release(pod)
+                    self.released.add(uid)
+            elif uid in self.running:
+                await self._maybe_complete(pod)
+            else:
+                await self._start(pod)
+        except NotReady as e:
+            # Waiting on the API (claim not created/allocated/reserved): retried on every change, one event
+            # per distinct message. A release waiting on a driver is backed off like a driver failure.
+            await self._event(pod, EVENT_FAILED_UNPREPARE if releasing else EVENT_FAILED_PREPARE, str(e),
+                              repeat=releasing)
+            if releasing:
+                self._backoff(uid)
+            return
+        except PluginError as e:
+            delay = self._backoff(uid)
+            log.info("pod %s/%s: %s (retrying in %.1fs)", m.get("namespace"), m["name"], e, delay)
+            await self._event(pod, EVENT_FAILED_UNPREPARE if releasing else EVENT_FAILED_PREPARE, str(e),
+                              repeat=True)
+            return
+        self._retry.pop(uid, None)
+
+    async def _sync_orphan(self, uid: str, pod: Obj) -> None:
+        if not self._due(uid):
             return
         try:
-            claims = await self._claims_for(pod)
-            await self._prepare(pod, claims)
+            await self._release(pod)
         except (NotReady, PluginError) as e:
-            await self._event(pod, EVENT_FAILED_PREPARE, str(e))
+            delay = self._backoff(uid)
+            log.warning("pod %s/%s (deleted): unpreparing its claims: %s (retrying in %.1fs)",
+                        pod["metadata"].get("namespace"), pod["metadata"]["name"], e, delay)
             return
-        await self._set_running(pod)
+        self._orphans.pop(uid, None)
+        self._retry.pop(uid, None)
+        self._adopted.discard(uid)
+
+    # --- start -------------------------------------------------------------------------------------------------
+
+    async def _start(self, pod: Obj) -> None:
+        m = pod["metadata"]
+        uid = m["uid"]
+        claims = await self._claims_for(pod)
+        await self._prepare(pod, claims)
+        updated = await self._set_running(pod)
         self.running.add(uid)
+        self._started[uid] = time.time()
+        if uid in self.pods:
+            self.pods[uid] = updated
         log.info("pod %s/%s running on %s", m.get("namespace"), m["name"], self.node_name)
+        await self._report_cdi_devices(updated, claims)
 
     async def _claims_for(self, pod: Obj) -> list[Obj]:
         ns, name, uid = pod["metadata"].get("namespace", ""), pod["metadata"]["name"], pod["metadata"]["uid"]
@@ -163,11 +286,9 @@ class PodManager:
             cm = claim["metadata"]
             if cm["uid"] in self.prepared:
                 continue
-            results = ((claim["status"]["allocation"].get("devices") or {}).get("results")) or []
-            drivers = sorted({r["driver"] for r in results if r.get("driver")})
-            pc = PreparedClaim(cm.get("namespace", ""), cm["name"], cm["uid"], drivers)
+            pc = PreparedClaim(cm.get("namespace", ""), cm["name"], cm["uid"], _drivers_of(claim))
             pending.append(pc)
-            for d in drivers:
+            for d in pc.drivers:
                 by_driver.setdefault(d, []).append(pc)
         for driver in by_driver:
             if self.plugins.get(driver) is None:
@@ -192,39 +313,136 @@ class PodManager:
         for claim in claims:
             self.prepared[claim["metadata"]["uid"]].pods.add(pod["metadata"]["uid"])
 
-    async def _terminate(self, pod: Obj) -> None:
+    async def _report_cdi_devices(self, pod: Obj, claims: list[Obj]) -> None:
+        """One Normal event per container that got devices: its CDI device IDs (as the runtime would get them)."""
+        by_pod_claim = dict(pod_claim_names(pod))
+        uid_by_name = {c["metadata"]["name"]: c["metadata"]["uid"] for c in claims}
+        spec = pod.get("spec") or {}
+        for container in (spec.get("initContainers") or []) + (spec.get("containers") or []):
+            ids: list[str] = []
+            for ref in (container.get("resources") or {}).get("claims") or []:
+                pc = self.prepared.get(uid_by_name.get(by_pod_claim.get(ref.get("name")) or "", ""))
+                if pc is None:
+                    continue
+                request = ref.get("request")
+                for driver in sorted(pc.devices):
+                    for d in pc.devices[driver]:
+                        if request and not any(rn == request or rn.startswith(request + "/")
+                                               for rn in d.get("requestNames") or []):
+                            continue
+                        ids += [i for i in d.get("cdiDeviceIDs") or [] if i not in ids]
+            if ids:
+                await self._event(pod, EVENT_PREPARED, f'container "{container["name"]}": CDI devices '
+                                  + ", ".join(ids), type_="Normal")
+
+    # --- completion ------------------------------------------------------------------------------------------------
+
+    def _completion_due(self, pod: Obj | None) -> float | None:
+        if pod is None or pod["metadata"].get("deletionTimestamp") or _phase(pod) in TERMINAL:
+            return None
+        raw = (pod["metadata"].get("annotations") or {}).get(COMPLETE_AFTER_ANNOTATION)
+        if raw is None:
+            return None
+        try:
+            seconds = float(raw)
+        except ValueError:
+            return None
+        started = self._started.get(pod["metadata"]["uid"])
+        return None if started is None else started + max(seconds, 0.0)
+
+    async def _maybe_complete(self, pod: Obj) -> None:
+        due = self._completion_due(pod)
+        if due is None or time.time() < due:
+            return
+        try:
+            exit_code = int((pod["metadata"].get("annotations") or {}).get(EXIT_CODE_ANNOTATION) or 0)
+        except ValueError:
+            exit_code = 1
+        updated = await self._set_terminated(pod, exit_code)
+        m = pod["metadata"]
+        log.info("pod %s/%s %s (%s)", m.get("namespace"), m["name"], _phase(updated), COMPLETE_AFTER_ANNOTATION)
+        if m["uid"] in self.pods:
+            self.pods[m["uid"]] = updated
+        self.kick()  # next round: release its claims
+
+    # --- release ---------------------------------------------------------------------------------------------------
+
+    def _still_used(self, pc: PreparedClaim, by: str) -> bool:
+        """Whether a live pod other than `by` on this node uses the prepared claim."""
+        for uid in pc.pods:
+            p = self.pods.get(uid)
+            if uid != by and p is not None and not p["metadata"].get("deletionTimestamp") \
+                    and _phase(p) not in TERMINAL:
+                return True
+        return False
+
+    async def _release(self, pod: Obj) -> None:
+        """Unprepare the claims of a finished pod that no other live pod on the node uses.
+
+        Raises NotReady/PluginError; the caller retries with backoff."""
         uid = pod["metadata"]["uid"]
-        # Claims of this pod that no other live pod on the node uses get unprepared first.
+        if self._adopted:
+            await self._rediscover_adopted(pod)
         mine = [pc for pc in self.prepared.values() if uid in pc.pods]
-        if uid in self.running and not mine:
-            mine = await self._rediscover(pod)  # started before this kubelet run
-        others_using = {pc.uid for pc in mine
-                        if any(p != uid and p in self.pods and not self.pods[p]["metadata"].get("deletionTimestamp")
-                               for p in pc.pods)}
-        last = [pc for pc in mine if pc.uid not in others_using]
+        last = [pc for pc in mine if not self._still_used(pc, uid)]
         by_driver: dict[str, list[PreparedClaim]] = {}
         for pc in last:
             for d in pc.drivers:
                 by_driver.setdefault(d, []).append(pc)
-        try:
-            for driver, pcs in sorted(by_driver.items()):
-                plugin = self.plugins.get(driver)
-                if plugin is None:
-                    raise NotReady(f"DRA driver {driver} is not registered on node {self.node_name}; "
-                                   "cannot unprepare its claims")
-                answer = await plugin.node_unprepare_resources([pc.wire() for pc in pcs])
-                for pc in pcs:
-                    res = answer.get(pc.uid)
-                    if res is None or res["error"]:
-                        raise PluginError(f"NodeUnprepareResources on {driver}: claim {pc.namespace}/{pc.name}: "
-                                          f"{'missing from the response' if res is None else res['error']}")
-        except (NotReady, PluginError) as e:
-            await self._event(pod, EVENT_FAILED_UNPREPARE, str(e))
-            return
+        for driver, pcs in sorted(by_driver.items()):
+            plugin = self.plugins.get(driver)
+            if plugin is None:
+                raise NotReady(f"DRA driver {driver} is not registered on node {self.node_name}; "
+                               "cannot unprepare its claims")
+            answer = await plugin.node_unprepare_resources([pc.wire() for pc in pcs])
+            failed = []
+            for pc in pcs:
+                res = answer.get(pc.uid)
+                if res is None or res["error"]:
+                    failed.append(f"claim {pc.namespace}/{pc.name}: "
+                                  f"{'missing from the response' if res is None else res['error']}")
+                else:
+                    pc.drivers = [d for d in pc.drivers if d != driver]  # done with this driver
+            if failed:
+                raise PluginError(f"NodeUnprepareResources on {driver}: " + "; ".join(failed))
+        done = {pc.uid for pc in last}
         for pc in mine:
-            pc.pods.discard(uid)
-            if pc.uid not in others_using and not pc.pods:
+            if pc.uid in done:
                 self.prepared.pop(pc.uid, None)
+            else:
+                pc.pods.discard(uid)
+
+    async def _rediscover_adopted(self, releasing: Obj) -> None:
+        """Learn the claims of all adopted pods at once, so that releasing one sees the others as users."""
+        for uid in list(self._adopted):
+            pod = self.pods.get(uid) or (releasing if releasing["metadata"]["uid"] == uid else None)
+            if pod is None:
+                pod = self._orphans.get(uid)
+            if pod is None:
+                self._adopted.discard(uid)
+                continue
+            ns = pod["metadata"].get("namespace", "")
+            for _, claim_name in pod_claim_names(pod):
+                if not claim_name:
+                    continue
+                try:
+                    claim = await self.client.request(
+                        "GET", resource_path("resource.k8s.io", "v1", "resourceclaims", ns, claim_name))
+                except APIStatusError as e:
+                    if e.code == 404:
+                        continue
+                    raise NotReady(f"looking up resource claim {ns}/{claim_name}: {e}") from e
+                cm = claim["metadata"]
+                pc = self.prepared.setdefault(cm["uid"], PreparedClaim(ns, cm["name"], cm["uid"],
+                                                                       _drivers_of(claim)))
+                pc.pods.add(uid)
+            self._adopted.discard(uid)
+
+    async def _terminate(self, pod: Obj) -> None:
+        uid = pod["metadata"]["uid"]
+        if uid not in self.released:
+            await self._release(pod)  # the pod stays Terminating until this succeeds
+            self.released.add(uid)
         try:
             await self.client.request(
                 "DELETE", resource_path("", "v1", "pods", pod["metadata"].get("namespace"), pod["metadata"]["name"]),
@@ -236,26 +454,9 @@ class PodManager:
         self.running.discard(uid)
         self.pods.pop(uid, None)
 
-    async def _rediscover(self, pod: Obj) -> list[PreparedClaim]:
-        out = []
-        ns = pod["metadata"].get("namespace", "")
-        for _, claim_name in pod_claim_names(pod):
-            if not claim_name:
-                continue
-            try:
-                claim = await self.client.request(
-                    "GET", resource_path("resource.k8s.io", "v1", "resourceclaims", ns, claim_name))
-            except APIStatusError:
-                continue
-            cm = claim["metadata"]
-            results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results")
-            pc = self.prepared.setdefault(cm["uid"], PreparedClaim(
-                ns, cm["name"], cm["uid"], sorted({r["driver"] for r in results or [] if r.get("driver")})))
-            pc.pods.add(pod["metadata"]["uid"])
-            out.append(pc)
-        return out
+    # --- status and events -------------------------------------------------------------------------------------
 
-    async def _set_running(self, pod: Obj) -> None:
+    async def _set_running(self, pod: Obj) -> Obj:
         now = now_time()
         spec = pod.get("spec") or {}
         containers = [{"name": c["name"], "image": c.get("image", ""), "imageID": "",
@@ -268,27 +469,65 @@ class PodManager:
                            "hostIPs": [{"ip": "127.0.0.1"}], "podIP": "127.0.0.1", "podIPs": [{"ip": "127.0.0.1"}],
                            "startTime": now, "containerStatuses": containers}}
         m = pod["metadata"]
-        await self.client.request("PATCH", resource_path("", "v1", "pods", m.get("namespace"), m["name"], "status"),
-                                  body, content_type="application/strategic-merge-patch+json")
+        return await self.client.request(
+            "PATCH", resource_path("", "v1", "pods", m.get("namespace"), m["name"], "status"), body,
+            content_type="application/strategic-merge-patch+json")
 
-    async def _event(self, pod: Obj, reason: str, message: str) -> None:
+    async def _set_terminated(self, pod: Obj, exit_code: int) -> Obj:
+        now = now_time()
+        status = pod.get("status") or {}
+        previous = {c.get("name"): c for c in status.get("containerStatuses") or []}
+        containers = []
+        for c in (pod.get("spec") or {}).get("containers") or []:
+            prev = previous.get(c["name"]) or {}
+            started = ((prev.get("state") or {}).get("running") or {}).get("startedAt") or status.get("startTime")
+            cid = prev.get("containerID") or f"dramock://{uuid.uuid4().hex}"
+            containers.append({"name": c["name"], "image": c.get("image", ""), "imageID": "", "containerID": cid,
+                               "ready": False, "started": False, "restartCount": 0,
+                               "state": {"terminated": {"exitCode": exit_code,
+                                                        "reason": "Completed" if exit_code == 0 else "Error",
+                                                        "startedAt": started, "finishedAt": now,
+                                                        "containerID": cid}}})
+        conditions = {c.get("type"): c for c in status.get("conditions") or []}
+        for t in ("PodReadyToStartContainers", "ContainersReady", "Ready"):
+            conditions[t] = {"type": t, "status": "False", "lastProbeTime": None, "lastTransitionTime": now,
+                             **({"reason": "PodCompleted"} if t != "PodReadyToStartContainers" else {})}
+        body = {"status": {"phase": "Succeeded" if exit_code == 0 else "Failed",
+                           "conditions": list(conditions.values()), "containerStatuses": containers}}
         m = pod["metadata"]
-        key = m["uid"]
-        if self._last_event.get(key) == f"{reason}:{message}":
-            return
-        self._last_event[key] = f"{reason}:{message}"
-        log.info("pod %s/%s: %s: %s", m.get("namespace"), m["name"], reason, message)
+        return await self.client.request(
+            "PATCH", resource_path("", "v1", "pods", m.get("namespace"), m["name"], "status"), body,
+            content_type="application/merge-patch+json")
+
+    async def _event(self, pod: Obj, reason: str, message: str, type_: str = "Warning",
+                     repeat: bool = False) -> None:
+        """Post an event about the pod; a repeat of one already posted bumps its count when `repeat`."""
+        m = pod["metadata"]
+        seen = self._events.setdefault(m["uid"], {})
         now = now_time()
         ns = m.get("namespace") or "default"
+        known = seen.get((reason, message))
+        if known is not None:
+            if not repeat or not known[0]:
+                return
+            known[1] += 1
+            with contextlib.suppress(APIStatusError):
+                await self.client.request("PATCH", resource_path("", "v1", "events", ns, known[0]),
+                                          {"count": known[1], "lastTimestamp": now},
+                                          content_type="application/merge-patch+json")
+            return
+        log.info("pod %s/%s: %s: %s", m.get("namespace"), m["name"], reason, message)
         event = {"apiVersion": "v1", "kind": "Event",
                  "metadata": {"generateName": f"{m['name']}.", "namespace": ns},
                  "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": ns, "name": m["name"],
                                     "uid": m["uid"], "resourceVersion": m.get("resourceVersion", "")},
-                 "reason": reason, "message": message, "type": "Warning",
+                 "reason": reason, "message": message, "type": type_,
                  "source": {"component": "kubelet", "host": self.node_name},
                  "firstTimestamp": now, "lastTimestamp": now, "count": 1,
                  "reportingComponent": "kubelet", "reportingInstance": self.node_name}
+        seen[(reason, message)] = ["", 1]
         try:
-            await self.client.request("POST", resource_path("", "v1", "events", ns), event)
+            created = await self.client.request("POST", resource_path("", "v1", "events", ns), event)
+            seen[(reason, message)][0] = created["metadata"]["name"]
         except APIStatusError as e:
             log.debug("event for pod %s/%s: %s", ns, m["name"], e)

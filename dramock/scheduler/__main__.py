@@ -1,0 +1,57 @@
+"""`python -m dramock.scheduler --kubeconfig FILE | --server URL`: the scheduler alone, against a running server."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from dramock.client.rest import server_from_kubeconfig
+
+
+def add_scheduler_flags(p: argparse.ArgumentParser) -> None:
+    """The scheduler flags (names as kube-scheduler's where one exists)."""
+    p.add_argument("--kubeconfig", default="", help="kubeconfig naming the server to talk to")
+    p.add_argument("--server", default="", help="server URL (instead of --kubeconfig)")
+    p.add_argument("--feature-gates", default="", help="comma-separated Name=true|false pairs")
+    p.add_argument("-v", "--v", type=int, default=0, dest="verbosity", help="log verbosity; 4+ = debug")
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    """Run until SIGINT/SIGTERM; 2 on bad arguments."""
+    from dramock.scheduler.loop import run_scheduler
+    from dramock.schemas import featuregates
+
+    if not args.kubeconfig and not args.server:
+        print("dramock scheduler: one of --kubeconfig or --server is required", file=sys.stderr)
+        return 2
+    try:
+        gates = featuregates.FeatureGates(featuregates.parse(args.feature_gates))
+    except featuregates.FeatureGateError as e:
+        print(f"dramock scheduler: invalid argument for --feature-gates: {e}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.DEBUG if args.verbosity >= 4 else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    server = args.server.rstrip("/") if args.server else server_from_kubeconfig(args.kubeconfig)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await run_scheduler(server, stop, gates=gates)
+
+    asyncio.run(main())
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m dramock.scheduler", description="dramock scheduler")
+    add_scheduler_flags(p)
+    return run_from_args(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,884 @@
+"""The scheduler loop (kube-scheduler's `default-scheduler` with the DynamicResources plugin, KEP-4381).
+
+An API client like the real one: informers for pods, nodes, ResourceClaims, ResourceSlices, DeviceClasses and
+DeviceTaintRules; a scheduling queue (active / backoff 1s→10s / unschedulable, cluster events move
+unschedulable pods back); one scheduling cycle at a time, binding cycles concurrently.
+
+Per pod, as upstream's framework runs its plugins:
+
+- PreEnqueue: every ResourceClaim of the pod exists (generated claims are named in
+  `pod.status.resourceClaimStatuses`); until then the pod waits without an event.
+- PreFilter: claims being deleted, generated claims not owned by the pod, claims whose allocation is still in
+  flight for another pod reject the pod on all nodes.
+- Filter per node: node unschedulable, node affinity / nodeSelector, taints, cpu / memory / pods / extended
+  resources, then DRA: allocated claims must be usable from the node (`status.allocation.nodeSelector`) and
+  reservable (reservedFor below 256); unallocated claims must be allocatable on the node (`allocate()`).
+- Score: fewest devices allocated on the node, then fewest pods, then name.
+- Reserve: the new allocations are kept in memory (in flight) so no other pod gets the same devices.
+- PreBind: finalizer `resource.kubernetes.io/delete-protection`, then `status.allocation` and
+  `status.reservedFor` through /status; Bind: `POST pods/<name>/binding`. A failure undoes the reservation
+  (and removes the pod from reservedFor) and retries the pod with backoff.
+
+Failures give a `FailedScheduling` Warning event (`0/2 nodes are available: 2 cannot allocate all claims.`) and
+the `PodScheduled=False` condition with reason `Unschedulable`; success a `Scheduled` Normal event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from datetime import datetime, timezone
+from fractions import Fraction
+from typing import Any
+
+import aiohttp
+
+from dramock.client.informer import Informer
+from dramock.client.rest import APIStatusError, Client, resource_path
+from dramock.scheduler.types import AllocationInput, AllocationOutcome
+from dramock.schemas.featuregates import FeatureGates
+from dramock.schemas.quantity import parse_quantity
+
+log = logging.getLogger("dramock.scheduler")
+
+Obj = dict[str, Any]
+Allocate = Callable[[AllocationInput], AllocationOutcome]
+
+SCHEDULER_NAME = "default-scheduler"
+GROUP, VERSION = "resource.k8s.io", "v1"
+FINALIZER = "resource.kubernetes.io/delete-protection"
+POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+RESERVED_FOR_MAX = 256
+INITIAL_BACKOFF = 1.0
+MAX_BACKOFF = 10.0
+# Pods left unschedulable this long are retried even without a cluster event (upstream: 5 minutes).
+UNSCHEDULABLE_FLUSH = 60.0
+# Identical FailedScheduling events for one pod are not repeated more often than this.
+EVENT_REPEAT_INTERVAL = 60.0
+
+MSG_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+MSG_UNSCHEDULABLE = "node(s) were unschedulable"
+MSG_CANNOT_ALLOCATE = "cannot allocate all claims"
+MSG_NOT_AVAILABLE = "resourceclaim not available on the node"
+MSG_IN_USE = "resourceclaim in use"
+MSG_NO_NODES = "no nodes available to schedule pods"
+
+
+def now_time() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class WaitingForClaims(Exception):
+    """PreEnqueue: a claim of the pod does not exist yet (the pod waits for a claim event)."""
+
+
+class Unschedulable(Exception):
+    """PreFilter rejected the pod on every node."""
+
+
+class BindError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------- node fit helpers (pure)
+
+
+def _q(v: Any) -> Fraction:
+    try:
+        return parse_quantity(str(v))
+    except (ValueError, TypeError):
+        return Fraction(0)
+
+
+def _add(total: dict[str, Fraction], res: dict[str, Any] | None) -> None:
+    for k, v in (res or {}).items():
+        total[k] = total.get(k, Fraction(0)) + _q(v)
+
+
+def _container_requests(c: Obj) -> dict[str, Fraction]:
+    r = c.get("resources") or {}
+    out: dict[str, Fraction] = {}
+    _add(out, r.get("limits"))  # a limit without a request is the request
+    for k, v in (r.get("requests") or {}).items():
+        out[k] = _q(v)
+    return out
+
+
+def pod_requests(pod: Obj) -> dict[str, Fraction]:
+    """What the pod asks of a node (upstream's resource.PodRequests, without in-place resize)."""
+    spec = pod.get("spec") or {}
+    total: dict[str, Fraction] = {}
+    for c in spec.get("containers") or []:
+        for k, v in _container_requests(c).items():
+            total[k] = total.get(k, Fraction(0)) + v
+    sidecars: dict[str, Fraction] = {}
+    init_max: dict[str, Fraction] = {}
+    for c in spec.get("initContainers") or []:
+        req = _container_requests(c)
+        if c.get("restartPolicy") == "Always":
+            for k, v in req.items():
+                sidecars[k] = sidecars.get(k, Fraction(0)) + v
+                total[k] = total.get(k, Fraction(0)) + v
+        else:
+            for k, v in req.items():
+                init_max[k] = max(init_max.get(k, Fraction(0)), v + sidecars.get(k, Fraction(0)))
+    for k, v in init_max.items():
+        total[k] = max(total.get(k, Fraction(0)), v)
+    pod_level = (spec.get("resources") or {}).get("requests") or {}
+    for k in ("cpu", "memory"):
+        if k in pod_level:
+            total[k] = _q(pod_level[k])
+    _add(total, spec.get("overhead"))
+    return total
+
+
+def _match_expression(expr: Obj, value: str | None) -> bool:
+    op = expr.get("operator")
+    values = expr.get("values") or []
+    if op == "In":
+        return value is not None and value in values
+    if op == "NotIn":
+        return value is None or value not in values
+    if op == "Exists":
+        return value is not None
+    if op == "DoesNotExist":
+        return value is None
+    if op in ("Gt", "Lt"):
+        if value is None or len(values) != 1:
+            return False
+        try:
+            a, b = int(value), int(values[0])
+        except ValueError:
+            return False
+        return a > b if op == "Gt" else a < b
+    return False
+
+
+def match_node_selector_term(term: Obj, node: Obj) -> bool:
+    exprs = term.get("matchExpressions") or []
+    fields = term.get("matchFields") or []
+    if not exprs and not fields:
+        return False  # an empty term matches no objects
+    labels = node["metadata"].get("labels") or {}
+    for e in exprs:
+        if not _match_expression(e, labels.get(e.get("key", ""))):
+            return False
+    for f in fields:
+        if f.get("key") != "metadata.name" or not _match_expression(f, node["metadata"]["name"]):
+            return False
+    return True
+
+
+def match_node_selector(selector: Obj | None, node: Obj) -> bool:
+    """A v1 NodeSelector: the terms are ORed (None = everything)."""
+    if selector is None:
+        return True
+    return any(match_node_selector_term(t, node) for t in selector.get("nodeSelectorTerms") or [])
+
+
+def matches_node_affinity(pod: Obj, node: Obj) -> bool:
+    spec = pod.get("spec") or {}
+    labels = node["metadata"].get("labels") or {}
+    for k, v in (spec.get("nodeSelector") or {}).items():
+        if labels.get(k) != v:
+            return False
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution")
+    return match_node_selector(required, node) if required is not None else True
+
+
+def tolerates(tolerations: list[Obj], taint: Obj) -> bool:
+    for t in tolerations:
+        if t.get("effect") and t["effect"] != taint.get("effect"):
+            continue
+        if t.get("key") and t["key"] != taint.get("key"):
+            continue
+        if not t.get("key") and t.get("operator") != "Exists":
+            continue
+        if t.get("operator") == "Exists" or (t.get("value") or "") == (taint.get("value") or ""):
+            return True
+    return False
+
+
+def untolerated_taint(pod: Obj, node: Obj) -> Obj | None:
+    tolerations = (pod.get("spec") or {}).get("tolerations") or []
+    for taint in (node.get("spec") or {}).get("taints") or []:
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(tolerations, taint):
+            return taint
+    return None
+
+
+def fit_error_message(num_nodes: int, reasons: Counter[str]) -> str:
+    """Upstream's FitError.Error(): `0/N nodes are available: <count reason>, ....`"""
+    if num_nodes == 0:
+        return MSG_NO_NODES
+    parts = sorted(f"{n} {r}" for r, n in reasons.items())
+    return f"0/{num_nodes} nodes are available: {', '.join(parts)}."
+
+
+def pod_claim_refs(pod: Obj) -> list[tuple[str, str | None, bool]]:
+    """(pod claim name, ResourceClaim name, generated?) per pod claim. Raises WaitingForClaims when a
+    generated claim is not recorded in the pod status yet; a name of None means no claim is needed."""
+    statuses = {s.get("name"): s for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
+    out: list[tuple[str, str | None, bool]] = []
+    for pc in (pod.get("spec") or {}).get("resourceClaims") or []:
+        if pc.get("resourceClaimName"):
+            out.append((pc["name"], pc["resourceClaimName"], False))
+        elif pc.get("resourceClaimTemplateName"):
+            st = statuses.get(pc.get("name"))
+            if st is None:
+                raise WaitingForClaims(f"waiting for the ResourceClaim of pod claim {pc.get('name')!r} to be created")
+            out.append((pc["name"], st.get("resourceClaimName") or None, True))
+    return out
+
+
+def _rv(obj: Obj) -> int:
+    try:
+        return int(obj["metadata"].get("resourceVersion") or 0)
+    except (ValueError, TypeError):
+        return 0
+
+
+def _results(claim: Obj) -> list[Obj]:
+    return (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+
+
+# ---------------------------------------------------------------- the scheduler
+
+
+class Scheduler:
+    def __init__(self, client: Client, allocate: Allocate | None = None, gates: FeatureGates | None = None,
+                 scheduler_name: str = SCHEDULER_NAME):
+        self.client = client
+        self._allocate = allocate
+        self.gates = gates or FeatureGates()
+        self.scheduler_name = scheduler_name
+        self.pods = Informer(client, resource_path("", "v1", "pods"))
+        self.nodes = Informer(client, resource_path("", "v1", "nodes"))
+        self.claims = Informer(client, resource_path(GROUP, VERSION, "resourceclaims"))
+        self.slices = Informer(client, resource_path(GROUP, VERSION, "resourceslices"))
+        self.classes = Informer(client, resource_path(GROUP, VERSION, "deviceclasses"))
+        self.taint_rules = Informer(client, resource_path(GROUP, VERSION, "devicetaintrules"))
+        self.informers = (self.pods, self.nodes, self.claims, self.slices, self.classes, self.taint_rules)
+        # Queues (pod keys "ns/name").
+        self.active: deque[str] = deque()
+        self._active_set: set[str] = set()
+        self.backoff: dict[str, float] = {}  # key -> monotonic time it may be retried
+        self.unschedulable: dict[str, float] = {}  # key -> monotonic time it was parked
+        self.attempts: dict[str, int] = {}
+        self._backoff_until: dict[str, float] = {}
+        self._wake = asyncio.Event()
+        self._seq = 0  # cluster events seen; an event during a cycle sends a failed pod to backoff
+        self._in_cycle: str | None = None
+        self._moved_during_cycle = False
+        # Reserve state: allocations reserved but not yet written (claim uid -> claim with status.allocation),
+        # claims written but not yet seen by the informer ((ns, name) -> claim), pods bound in memory.
+        self.in_flight: dict[str, Obj] = {}
+        self.assumed_claims: dict[tuple[str, str], Obj] = {}
+        self.assumed_pods: dict[str, tuple[Obj, str]] = {}  # pod uid -> (pod, node)
+        self._binding: set[asyncio.Task] = set()
+        self._last_event: dict[str, tuple[str, float]] = {}  # pod uid -> (message, time)
+        self.scheduled = 0
+        self.pods.add_handler(self._on_pod)
+        self.nodes.add_handler(self._on_node)
+        self.claims.add_handler(self._on_claim)
+        for inf in (self.slices, self.classes, self.taint_rules):
+            inf.add_handler(self._on_cluster_object)
+
+    @property
+    def allocate(self) -> Allocate:
+        if self._allocate is None:
+            from dramock.scheduler.allocator import allocate  # the structured-parameters allocator
+
+            self._allocate = allocate
+        return self._allocate
+
+    async def run(self, stop: asyncio.Event) -> None:
+        _ = self.allocate  # fail early when no allocator is there
+        tasks = [asyncio.create_task(i.run(stop)) for i in self.informers]
+        try:
+            synced = asyncio.gather(*(i.synced.wait() for i in self.informers))
+            stopped = asyncio.create_task(stop.wait())
+            await asyncio.wait([synced, stopped], return_when=asyncio.FIRST_COMPLETED)
+            if stop.is_set():
+                synced.cancel()
+                return
+            log.info("scheduler %s: caches synced, scheduling", self.scheduler_name)
+            tasks.append(asyncio.create_task(self._flush_loop(stop)))
+            loop_task = asyncio.create_task(self._schedule_loop(stop))
+            tasks.append(loop_task)
+            await stop.wait()
+        finally:
+            for t in tasks + list(self._binding):
+                t.cancel()
+            await asyncio.gather(*tasks, *self._binding, return_exceptions=True)
+
+    # ---------------------------------------------------------------- queue
+
+    def _wants(self, pod: Obj | None) -> bool:
+        if pod is None:
+            return False
+        spec = pod.get("spec") or {}
+        if spec.get("nodeName") or pod["metadata"].get("deletionTimestamp"):
+            return False
+        if (spec.get("schedulerName") or SCHEDULER_NAME) != self.scheduler_name:
+            return False
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return False
+        return pod["metadata"].get("uid") not in self.assumed_pods
+
+    def _activate(self, key: str) -> None:
+        self.backoff.pop(key, None)
+        self.unschedulable.pop(key, None)
+        if key not in self._active_set:
+            self._active_set.add(key)
+            self.active.append(key)
+        self._wake.set()
+
+    def _forget(self, key: str) -> None:
+        self.backoff.pop(key, None)
+        self.unschedulable.pop(key, None)
+        self.attempts.pop(key, None)
+        self._backoff_until.pop(key, None)
+        if key in self._active_set:
+            self._active_set.discard(key)
+            with contextlib.suppress(ValueError):
+                self.active.remove(key)
+
+    def _backoff_duration(self, key: str) -> float:
+        n = max(self.attempts.get(key, 1), 1)
+        return min(INITIAL_BACKOFF * (2 ** (n - 1)), MAX_BACKOFF)
+
+    def _to_backoff(self, key: str) -> None:
+        self.unschedulable.pop(key, None)
+        self._backoff_until[key] = until = time.monotonic() + self._backoff_duration(key)
+        self.backoff[key] = until
+        self._wake.set()
+
+    def _to_unschedulable(self, key: str, seq: int) -> None:
+        if self._seq != seq:  # something changed while this pod was being tried
+            self._to_backoff(key)
+        else:
+            self._backoff_until[key] = time.monotonic() + self._backoff_duration(key)
+            self.unschedulable[key] = time.monotonic()
+
+    def _requeue(self, key: str) -> None:
+        """Out of unschedulable: to active, or to backoff while the pod's backoff lasts."""
+        self.unschedulable.pop(key, None)
+        until = self._backoff_until.get(key, 0.0)
+        if until > time.monotonic():
+            self.backoff[key] = until
+            self._wake.set()
+        else:
+            self._activate(key)
+
+    def _move_all(self, reason: str) -> None:
+        """A cluster event: unschedulable pods go to active (or backoff while they back off)."""
+        self._seq += 1
+        if not self.unschedulable:
+            return
+        log.debug("moving %d unschedulable pods: %s", len(self.unschedulable), reason)
+        for key in list(self.unschedulable):
+            self._requeue(key)
+
+    def _pop_ready(self) -> str | None:
+        now = time.monotonic()
+        for key, t in list(self.backoff.items()):
+            if t <= now:
+                del self.backoff[key]
+                if key not in self._active_set:
+                    self._active_set.add(key)
+                    self.active.append(key)
+        if self.active:
+            key = self.active.popleft()
+            self._active_set.discard(key)
+            return key
+        return None
+
+    async def _schedule_loop(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            key = self._pop_ready()
+            if key is None:
+                self._wake.clear()
+                timeout = 1.0
+                if self.backoff:
+                    timeout = max(0.0, min(min(self.backoff.values()) - time.monotonic(), 1.0))
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout)
+                continue
+            try:
+                await self.schedule_one(key)
+            except Exception:  # noqa: BLE001 - one pod must not stop the loop
+                log.exception("scheduling %s", key)
+                self._to_backoff(key)
+            await asyncio.sleep(0)
+
+    async def _flush_loop(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            await asyncio.sleep(5)
+            now = time.monotonic()
+            for key, t in list(self.unschedulable.items()):
+                if now - t > UNSCHEDULABLE_FLUSH:
+                    self._requeue(key)
+
+    # ---------------------------------------------------------------- informer events
+
+    def _on_pod(self, type_: str, pod: Obj, old: Obj | None) -> None:
+        m = pod["metadata"]
+        key = f"{m.get('namespace', '')}/{m['name']}"
+        uid = m.get("uid")
+        if type_ == "DELETED":
+            self.assumed_pods.pop(uid, None)
+            self._last_event.pop(uid, None)
+            self._forget(key)
+            if (pod.get("spec") or {}).get("nodeName"):
+                self._move_all("pod deleted")
+            return
+        spec = pod.get("spec") or {}
+        if spec.get("nodeName"):
+            if uid in self.assumed_pods:
+                self.assumed_pods.pop(uid, None)
+            self._forget(key)
+            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") and \
+                    (old is None or (old.get("status") or {}).get("phase") != pod["status"]["phase"]):
+                self._move_all("pod terminated")
+            if old is not None and m.get("deletionTimestamp") and not old["metadata"].get("deletionTimestamp"):
+                self._move_all("pod terminating")
+            return
+        if not self._wants(pod):
+            if uid not in self.assumed_pods:
+                self._forget(key)
+            return
+        if old is None or not self._queued(key):
+            self._activate(key)
+            return
+        if key in self.unschedulable and self._relevant_pod_update(old, pod):
+            self._requeue(key)
+
+    def _queued(self, key: str) -> bool:
+        return key in self._active_set or key in self.backoff or key in self.unschedulable or \
+            self._in_cycle == key
+
+    @staticmethod
+    def _relevant_pod_update(old: Obj, new: Obj) -> bool:
+        """Spec, labels, annotations or the claim statuses changed (not our own condition write)."""
+        if old.get("spec") != new.get("spec"):
+            return True
+        for f in ("labels", "annotations"):
+            if old["metadata"].get(f) != new["metadata"].get(f):
+                return True
+        return (old.get("status") or {}).get("resourceClaimStatuses") != \
+            (new.get("status") or {}).get("resourceClaimStatuses")
+
+    def _on_node(self, type_: str, node: Obj, old: Obj | None) -> None:
+        if type_ == "DELETED":
+            return
+        if old is not None:
+            def shape(n: Obj) -> Any:
+                return (n["metadata"].get("labels"), (n.get("spec") or {}).get("taints"),
+                        (n.get("spec") or {}).get("unschedulable"), (n.get("status") or {}).get("allocatable"))
+            if shape(old) == shape(node):
+                return
+        self._move_all(f"node {type_.lower()}")
+
+    def _on_claim(self, type_: str, claim: Obj, old: Obj | None) -> None:
+        m = claim["metadata"]
+        k = (m.get("namespace", ""), m["name"])
+        assumed = self.assumed_claims.get(k)
+        if assumed is not None and (type_ == "DELETED" or _rv(claim) >= _rv(assumed)
+                                    or m.get("uid") != assumed["metadata"].get("uid")):
+            del self.assumed_claims[k]
+        if old is not None and type_ != "DELETED" and old.get("status") == claim.get("status") and \
+                old["metadata"].get("deletionTimestamp") == m.get("deletionTimestamp"):
+            return
+        self._move_all(f"claim {type_.lower()}")
+
+    def _on_cluster_object(self, type_: str, obj: Obj, old: Obj | None) -> None:
+        if old is not None and type_ != "DELETED" and old.get("spec") == obj.get("spec"):
+            return
+        self._move_all(f"{obj.get('kind', 'object')} {type_.lower()}")
+
+    # ---------------------------------------------------------------- views
+
+    def claim(self, ns: str, name: str) -> Obj | None:
+        return self.assumed_claims.get((ns, name)) or self.claims.get(ns, name)
+
+    def all_claims(self) -> list[Obj]:
+        out = {(c["metadata"].get("namespace", ""), c["metadata"]["name"]): c for c in self.claims.list()}
+        out.update(self.assumed_claims)
+        return list(out.values())
+
+    def _node_usage(self) -> dict[str, tuple[dict[str, Fraction], int]]:
+        """Per node: summed requests and pod count of the pods bound (or assumed) there."""
+        usage: dict[str, tuple[dict[str, Fraction], int]] = {}
+        seen: set[str] = set()
+
+        def add(pod: Obj, node: str) -> None:
+            req, n = usage.setdefault(node, ({}, 0))
+            for k, v in pod_requests(pod).items():
+                req[k] = req.get(k, Fraction(0)) + v
+            usage[node] = (req, n + 1)
+
+        for pod in self.pods.list():
+            node = (pod.get("spec") or {}).get("nodeName")
+            if not node or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            seen.add(pod["metadata"].get("uid"))
+            add(pod, node)
+        for uid, (pod, node) in self.assumed_pods.items():
+            if uid not in seen:
+                add(pod, node)
+        return usage
+
+    # ---------------------------------------------------------------- one scheduling cycle
+
+    async def schedule_one(self, key: str) -> None:
+        ns, _, name = key.partition("/")
+        pod = self.pods.get(ns, name)
+        if not self._wants(pod):
+            self._forget(key)
+            return
+        assert pod is not None
+        seq = self._seq
+        self._in_cycle = key
+        try:
+            try:
+                refs = pod_claim_refs(pod)
+                claims = self._pre_enqueue(pod, refs)
+            except WaitingForClaims as e:
+                log.debug("pod %s: %s", key, e)
+                self.unschedulable[key] = time.monotonic()  # gated: any claim or pod event retries it
+                return
+            self.attempts[key] = self.attempts.get(key, 0) + 1
+            try:
+                node, new_allocs = self._find_node(pod, claims)
+            except Unschedulable as e:
+                await self._failed(pod, str(e))
+                self._to_unschedulable(key, seq)
+                return
+            # Reserve.
+            uid = pod["metadata"]["uid"]
+            for claim, alloc in new_allocs:
+                self.in_flight[claim["metadata"]["uid"]] = self._with_allocation(claim, alloc)
+            self.assumed_pods[uid] = (pod, node)
+        finally:
+            self._in_cycle = None
+        task = asyncio.create_task(self._binding_cycle(key, pod, node, claims, new_allocs))
+        self._binding.add(task)
+        task.add_done_callback(self._binding.discard)
+
+    def _pre_enqueue(self, pod: Obj, refs: list[tuple[str, str | None, bool]]) -> list[Obj]:
+        ns = pod["metadata"].get("namespace", "")
+        claims = []
+        for _pc, cname, generated in refs:
+            if cname is None:
+                continue
+            claim = self.claim(ns, cname)
+            if claim is None:
+                raise WaitingForClaims(f'resourceclaim "{cname}" not found')
+            if generated and not any(r.get("uid") == pod["metadata"].get("uid") and r.get("controller")
+                                     for r in claim["metadata"].get("ownerReferences") or []):
+                raise WaitingForClaims(f"ResourceClaim {ns}/{cname} was not created for pod "
+                                       f"{ns}/{pod['metadata']['name']} (pod is not owner)")
+            claims.append(claim)
+        return claims
+
+    @staticmethod
+    def _with_allocation(claim: Obj, allocation: Obj) -> Obj:
+        c = copy.deepcopy(claim)
+        c.setdefault("status", {})["allocation"] = allocation
+        return c
+
+    def _find_node(self, pod: Obj, claims: list[Obj]) -> tuple[str, list[tuple[Obj, Obj]]]:
+        """PreFilter + Filter + Score: the node to bind to and the new allocations (claim, allocation)."""
+        ns = pod["metadata"].get("namespace", "")
+        uid = pod["metadata"].get("uid")
+        # PreFilter (DynamicResources).
+        pending: list[Obj] = []
+        allocated: list[Obj] = []
+        for c in claims:
+            cm = c["metadata"]
+            if cm.get("deletionTimestamp"):
+                raise Unschedulable(f'resourceclaim "{cm["name"]}" is being deleted')
+            if cm.get("uid") in self.in_flight:
+                raise Unschedulable(f'resource claim {ns}/{cm["name"]} is in the process of being allocated')
+            status = c.get("status") or {}
+            if status.get("allocation"):
+                allocated.append(c)
+            else:
+                pending.append(c)
+        nodes = sorted(self.nodes.list(), key=lambda n: n["metadata"]["name"])
+        if not nodes:
+            raise Unschedulable(MSG_NO_NODES)
+        usage = self._node_usage()
+        requests = pod_requests(pod)
+        reasons: Counter[str] = Counter()
+        fits: list[tuple[tuple, str, list[tuple[Obj, Obj]]]] = []
+        alloc_input: dict[str, Any] | None = None
+        device_count: Counter[str] = Counter()
+        if pending:
+            pending_uids = {c["metadata"].get("uid") for c in pending}
+            in_use = [c for c in self.all_claims() if (c.get("status") or {}).get("allocation")
+                      and c["metadata"].get("uid") not in self.in_flight
+                      and c["metadata"].get("uid") not in pending_uids]
+            in_flight = list(self.in_flight.values())
+            alloc_input = {"slices": self.slices.list(),
+                           "classes": {c["metadata"]["name"]: c for c in self.classes.list()},
+                           "allocated": in_use, "in_flight": in_flight, "taint_rules": self.taint_rules.list()}
+        pool_nodes = {((sl.get("spec") or {}).get("driver"), ((sl.get("spec") or {}).get("pool") or {}).get("name")):
+                      sl["spec"]["nodeName"] for sl in self.slices.list() if (sl.get("spec") or {}).get("nodeName")}
+        for c in list(self.all_claims()) + list(self.in_flight.values()):
+            for r in _results(c):
+                node_name = pool_nodes.get((r.get("driver"), r.get("pool")))
+                if node_name:
+                    device_count[node_name] += 1
+        for node in nodes:
+            reason = self._filter_node(pod, node, requests, usage)
+            if reason is None:
+                reason = self._filter_allocated_claims(pod, node, allocated, uid)
+            new_allocs: list[tuple[Obj, Obj]] = []
+            if reason is None and pending:
+                assert alloc_input is not None
+                outcome = self.allocate(AllocationInput(claims=pending, node=node, gates=self.gates, **alloc_input))
+                if not outcome.fits or len(outcome.allocations or []) != len(pending):
+                    reason = outcome.reason or MSG_CANNOT_ALLOCATE
+                else:
+                    new_allocs = list(zip(pending, outcome.allocations or [], strict=True))
+            if reason is not None:
+                reasons[reason] += 1
+                continue
+            name = node["metadata"]["name"]
+            score = (device_count.get(name, 0), usage.get(name, ({}, 0))[1], name)
+            fits.append((score, name, new_allocs))
+        if not fits:
+            raise Unschedulable(fit_error_message(len(nodes), reasons))
+        fits.sort(key=lambda f: f[0])
+        _, name, new_allocs = fits[0]
+        return name, new_allocs
+
+    def _filter_node(self, pod: Obj, node: Obj, requests: dict[str, Fraction],
+                     usage: dict[str, tuple[dict[str, Fraction], int]]) -> str | None:
+        spec = node.get("spec") or {}
+        if spec.get("unschedulable") and not tolerates(
+                (pod.get("spec") or {}).get("tolerations") or [],
+                {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}):
+            return MSG_UNSCHEDULABLE
+        if not matches_node_affinity(pod, node):
+            return MSG_NODE_AFFINITY
+        taint = untolerated_taint(pod, node)
+        if taint is not None:
+            return f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value', '')}}}"
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        used, count = usage.get(node["metadata"]["name"], ({}, 0))
+        if "pods" in allocatable and count + 1 > _q(allocatable["pods"]):
+            return "Too many pods"
+        for res, want in sorted(requests.items()):
+            if want <= 0:
+                continue
+            if res not in allocatable:
+                if res in ("cpu", "memory", "ephemeral-storage") or res.startswith("hugepages-"):
+                    continue  # upstream skips resources a node does not report only for extended ones
+                return f"Insufficient {res}"
+            if used.get(res, Fraction(0)) + want > _q(allocatable[res]):
+                return f"Insufficient {res}"
+        return None
+
+    @staticmethod
+    def _filter_allocated_claims(pod: Obj, node: Obj, allocated: list[Obj], uid: str | None) -> str | None:
+        for c in allocated:
+            status = c["status"]
+            if not match_node_selector(status["allocation"].get("nodeSelector"), node):
+                return MSG_NOT_AVAILABLE
+            reserved = status.get("reservedFor") or []
+            if not any(r.get("uid") == uid for r in reserved) and len(reserved) >= RESERVED_FOR_MAX:
+                return MSG_IN_USE
+        return None
+
+    # ---------------------------------------------------------------- binding cycle
+
+    async def _binding_cycle(self, key: str, pod: Obj, node: str, claims: list[Obj],
+                             new_allocs: list[tuple[Obj, Obj]]) -> None:
+        m = pod["metadata"]
+        ns, name, uid = m.get("namespace", ""), m["name"], m["uid"]
+        allocations = {c["metadata"]["uid"]: a for c, a in new_allocs}
+        written: list[tuple[str, str]] = []
+        try:
+            for claim in claims:
+                cm = claim["metadata"]
+                updated = await self._prebind_claim(ns, cm["name"], cm["uid"], allocations.get(cm["uid"]), pod)
+                if updated is not None:
+                    self.assumed_claims[(ns, cm["name"])] = updated
+                    written.append((ns, cm["name"]))
+                self.in_flight.pop(cm["uid"], None)
+            await self.client.request("POST", resource_path("", "v1", "pods", ns, name, "binding"),
+                                      {"apiVersion": "v1", "kind": "Binding",
+                                       "metadata": {"name": name, "namespace": ns, "uid": uid},
+                                       "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
+        except (APIStatusError, aiohttp.ClientError, asyncio.TimeoutError, BindError) as e:
+            for c, _ in new_allocs:
+                self.in_flight.pop(c["metadata"]["uid"], None)
+            self.assumed_pods.pop(uid, None)
+            log.info("pod %s: binding to %s failed: %s", key, node, e)
+            await self._unreserve(ns, written, uid, {c["metadata"]["uid"] for c, _ in new_allocs})
+            current = self.pods.get(ns, name)
+            if current is not None and current["metadata"].get("uid") == uid and self._wants(current):
+                await self._failed(pod, f"Binding rejected: {e}", condition=False)
+                self._to_backoff(key)
+            return
+        except asyncio.CancelledError:
+            for c, _ in new_allocs:
+                self.in_flight.pop(c["metadata"]["uid"], None)
+            raise
+        self.scheduled += 1
+        self.attempts.pop(key, None)
+        log.info("pod %s bound to %s", key, node)
+        await self._event(pod, "Normal", "Scheduled", f"Successfully assigned {ns}/{name} to {node}")
+
+    async def _prebind_claim(self, ns: str, cname: str, cuid: str, allocation: Obj | None, pod: Obj) -> Obj | None:
+        """Write the allocation (finalizer first) and the reservation; None when nothing had to change."""
+        path = resource_path(GROUP, VERSION, "resourceclaims", ns, cname)
+        uid = pod["metadata"]["uid"]
+        claim = self.claim(ns, cname)
+        for attempt in range(5):
+            if claim is None or claim["metadata"].get("uid") != cuid:
+                raise BindError(f"resourceclaim {ns}/{cname} changed (deleted or replaced)")
+            if claim["metadata"].get("deletionTimestamp"):
+                raise BindError(f'resourceclaim "{cname}" is being deleted')
+            status = copy.deepcopy(claim.get("status") or {})
+            reserved = status.get("reservedFor") or []
+            try:
+                if allocation is not None:
+                    if status.get("allocation") and status["allocation"] != allocation:
+                        raise BindError(f"resourceclaim {ns}/{cname} was allocated by someone else")
+                    if FINALIZER not in (claim["metadata"].get("finalizers") or []):
+                        c = copy.deepcopy(claim)
+                        c["metadata"]["finalizers"] = list(c["metadata"].get("finalizers") or []) + [FINALIZER]
+                        claim = await self.client.request("PUT", path, c)
+                    status["allocation"] = allocation
+                elif not status.get("allocation"):
+                    raise BindError(f"resourceclaim {ns}/{cname} is no longer allocated")
+                if any(r.get("uid") == uid for r in reserved):
+                    if allocation is None or (claim.get("status") or {}).get("allocation") == allocation:
+                        return None
+                elif len(reserved) >= RESERVED_FOR_MAX:
+                    raise BindError(f"resourceclaim {ns}/{cname} is reserved for too many consumers")
+                else:
+                    status["reservedFor"] = reserved + [{"resource": "pods", "name": pod["metadata"]["name"],
+                                                         "uid": uid}]
+                c = copy.deepcopy(claim)
+                c["status"] = status
+                return await self.client.request("PUT", path + "/status", c)
+            except APIStatusError as e:
+                if e.code != 409 or attempt == 4:
+                    raise
+                claim = await self.client.request("GET", path)
+        return None
+
+    async def _unreserve(self, ns: str, written: list[tuple[str, str]], uid: str, allocated_here: set[str]) -> None:
+        """Remove the pod from the claims it was written into; an allocation made for it alone is cleared too
+        (the claim controller then drops the finalizer)."""
+        for _, cname in written:
+            path = resource_path(GROUP, VERSION, "resourceclaims", ns, cname)
+            for _attempt in range(5):
+                try:
+                    claim = await self.client.request("GET", path)
+                    status = claim.get("status") or {}
+                    reserved = status.get("reservedFor") or []
+                    if not any(r.get("uid") == uid for r in reserved):
+                        break
+                    status["reservedFor"] = [r for r in reserved if r.get("uid") != uid]
+                    if not status["reservedFor"]:
+                        del status["reservedFor"]
+                        if claim["metadata"].get("uid") in allocated_here:
+                            status.pop("allocation", None)
+                    claim["status"] = status
+                    await self.client.request("PUT", path + "/status", claim)
+                    break
+                except APIStatusError as e:
+                    if e.code != 409:
+                        log.info("unreserve %s/%s: %s", ns, cname, e)
+                        break
+                except (aiohttp.ClientError, asyncio.TimeoutError) as e:
+                    log.info("unreserve %s/%s: %s", ns, cname, e)
+                    break
+
+    # ---------------------------------------------------------------- reporting
+
+    async def _failed(self, pod: Obj, message: str, condition: bool = True) -> None:
+        m = pod["metadata"]
+        log.info("pod %s/%s unschedulable: %s", m.get("namespace"), m["name"], message)
+        if condition:
+            await self._set_condition(pod, message)
+        uid = m.get("uid", "")
+        last = self._last_event.get(uid)
+        now = time.monotonic()
+        if last is not None and last[0] == message and now - last[1] < EVENT_REPEAT_INTERVAL:
+            return
+        self._last_event[uid] = (message, now)
+        await self._event(pod, "Warning", "FailedScheduling", message)
+
+    async def _set_condition(self, pod: Obj, message: str) -> None:
+        m = pod["metadata"]
+        current = self.pods.get(m.get("namespace"), m["name"]) or pod
+        conditions = list((current.get("status") or {}).get("conditions") or [])
+        old = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
+        if old is not None and old.get("status") == "False" and old.get("reason") == "Unschedulable" and \
+                old.get("message") == message:
+            return
+        cond = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
+                "lastProbeTime": None,
+                "lastTransitionTime": old["lastTransitionTime"] if old and old.get("status") == "False"
+                and old.get("lastTransitionTime") else now_time()}
+        conditions = [c for c in conditions if c.get("type") != "PodScheduled"] + [cond]
+        try:
+            await self.client.request(
+                "PATCH", resource_path("", "v1", "pods", m.get("namespace"), m["name"], "status"),
+                {"metadata": {"uid": m.get("uid")}, "status": {"conditions": conditions}},
+                content_type="application/strategic-merge-patch+json")
+        except (APIStatusError, aiohttp.ClientError, asyncio.TimeoutError) as e:
+            log.debug("pod %s/%s: setting PodScheduled: %s", m.get("namespace"), m["name"], e)
+
+    async def _event(self, pod: Obj, type_: str, reason: str, message: str) -> None:
+        m = pod["metadata"]
+        ns = m.get("namespace") or "default"
+        now = now_time()
+        event = {"apiVersion": "v1", "kind": "Event",
+                 "metadata": {"generateName": f"{m['name']}.", "namespace": ns},
+                 "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": ns, "name": m["name"],
+                                    "uid": m.get("uid", ""), "resourceVersion": m.get("resourceVersion", "")},
+                 "reason": reason, "message": message, "type": type_,
+                 "source": {"component": self.scheduler_name},
+                 "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+                 "reportingComponent": self.scheduler_name, "reportingInstance": self.scheduler_name,
+                 "action": "Scheduling" if reason == "FailedScheduling" else "Binding"}
+        try:
+            await self.client.request("POST", resource_path("", "v1", "events", ns), event)
+        except (APIStatusError, aiohttp.ClientError, asyncio.TimeoutError) as e:
+            log.debug("event for pod %s/%s: %s", ns, m["name"], e)
+
+
+def _gates(gates: FeatureGates | dict[str, bool] | str | None) -> FeatureGates:
+    if isinstance(gates, FeatureGates):
+        return gates
+    if isinstance(gates, str):
+        from dramock.schemas.featuregates import parse
+
+        return FeatureGates(parse(gates))
+    return FeatureGates(gates or {})
+
+
+async def run_scheduler(server_url: str, stop: asyncio.Event | None = None,
+                        gates: FeatureGates | dict[str, bool] | str | None = None,
+                        allocate: Allocate | None = None, user_agent: str = "dramock-scheduler") -> None:
+    """Run the scheduler against `server_url` until `stop` is set (forever when None)."""
+    stop = stop or asyncio.Event()
+    client = Client(server_url, user_agent)
+    try:
+        await Scheduler(client, allocate=allocate, gates=_gates(gates)).run(stop)
+    finally:
+        await client.close()
