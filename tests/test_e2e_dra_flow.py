@@ -72,3 +72,18 @@ def test_pod_with_cats_runs_and_releases_its_devices(cluster):
     s.kubectl("apply", "-f", str(EXAMPLE))
     s.kubectl("wait", "--for=jsonpath={.status.phase}=Running", "pod/pod-with-cats", "--timeout=60s")
     assert len(_claims(s)) == 2
+
+
+def test_serve_metrics_include_the_claim_controller(cluster):
+    import urllib.request
+
+    cluster.kubectl("apply", "-f", str(EXAMPLE))
+    cluster.kubectl("wait", "--for=jsonpath={.status.phase}=Running", "pod/pod-with-cats", "--timeout=60s")
+
+    def claims_metric():
+        with urllib.request.urlopen(cluster.url + "/metrics") as r:
+            text = r.read().decode()
+        return ('dynamic_resource_allocation_resource_claims{admin_access="false",allocated="true",'
+                'source="resource_claim_template"} 2.0') in text
+
+    wait_for(claims_metric, 30, what="the claim controller's gauge to count two allocated template claims")

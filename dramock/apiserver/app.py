@@ -11,6 +11,7 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
+    REGISTRY,
     CollectorRegistry,
     Counter,
     Gauge,
@@ -184,7 +185,9 @@ class APIServer:
         if head == "metrics" and len(parts) == 1:
             for k in registry.KINDS:
                 self.metrics.objects.labels(k.group_resource).set(self.store.count(k.storage_bucket))
-            return web.Response(body=generate_latest(self.metrics.registry),
+            # The process-wide registry adds process metrics and, under `serve`, the in-process components'
+            # (e.g. dynamic_resource_allocation_resource_claims from the ResourceClaim controller).
+            return web.Response(body=generate_latest(self.metrics.registry) + generate_latest(REGISTRY),
                                 headers={"Content-Type": CONTENT_TYPE_LATEST})
         if head == "openapi":
             return self._openapi(request, parts)
