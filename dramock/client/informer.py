@@ -1,7 +1,7 @@
 """Informers with a local cache, and a work queue: the client-go shapes the bundled controllers are built from.
 
 An `Informer` lists a collection, then watches it from the list's resourceVersion (relisting on 410 or when
-the stream breaks, as `rest.list_and_watch` does), keeps the objects in a cache and calls its handlers with
+the stream breaks), keeps the objects in a cache and calls its handlers with
 `(type, obj, old)` for every change. `synced` is set once the first list has been delivered.
 
 A `WorkQueue` has client-go's workqueue semantics: a key is queued at most once, a key being processed is not
@@ -11,6 +11,7 @@ handed to a second worker, and one added meanwhile is queued again when the firs
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 from collections.abc import Callable, Hashable
@@ -98,6 +99,22 @@ class Informer:
             except (aiohttp.ClientError, APIStatusError, asyncio.TimeoutError, KeyError, ValueError) as e:
                 log.debug("informer %s: %s; relisting", self.path, e)
                 await asyncio.sleep(0.5)
+
+
+async def list_and_watch(client: Client, path: str, on_event: Callable[[str, Obj], Any], stop: asyncio.Event) -> None:
+    """For components that only need events: an informer whose one handler gets `(type, obj)`."""
+    informer = Informer(client, path)
+    informer.add_handler(lambda type_, obj, _old: on_event(type_, obj))
+    await informer.run(stop)
+
+
+async def cancel_all(tasks: list[asyncio.Task]) -> None:
+    """Cancel a component's tasks and wait for them, whatever they were doing (shutdown path)."""
+    for t in tasks:
+        t.cancel()
+    for t in tasks:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await t
 
 
 class WorkQueue:

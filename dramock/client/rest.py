@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -88,45 +87,3 @@ class Client:
             async for line in r.content:
                 if line.strip():
                     yield json.loads(line)
-
-
-async def list_and_watch(client: Client, path: str, on_event: Any, stop: asyncio.Event) -> None:
-    """The informer loop: list, then watch from the list's resourceVersion; relist on 410 or errors.
-
-    `on_event(type, obj)` gets a synthetic ADDED per listed object (and DELETED for ones gone since the
-    previous list), then every watch event.
-    """
-    known: dict[str, Obj] = {}
-    while not stop.is_set():
-        try:
-            listed = await client.request("GET", path)
-            rv = listed["metadata"]["resourceVersion"]
-            current = {_key(o): o for o in listed.get("items", [])}
-            for k, o in known.items():
-                if k not in current:
-                    await on_event("DELETED", o)
-            for o in current.values():
-                await on_event("ADDED", o)
-            known = current
-            while not stop.is_set():
-                async for ev in client.watch(path, {"resourceVersion": rv, "allowWatchBookmarks": "true",
-                                                    "timeoutSeconds": "300"}):
-                    obj = ev["object"]
-                    if ev["type"] == "ERROR":
-                        raise APIStatusError(obj.get("code", 500), obj)
-                    rv = obj["metadata"]["resourceVersion"]
-                    if ev["type"] == "BOOKMARK":
-                        continue
-                    if ev["type"] == "DELETED":
-                        known.pop(_key(obj), None)
-                    else:
-                        known[_key(obj)] = obj
-                    await on_event(ev["type"], obj)
-        except (aiohttp.ClientError, APIStatusError, asyncio.TimeoutError) as e:
-            log.debug("informer %s: %s; relisting", path, e)
-            await asyncio.sleep(0.5)
-
-
-def _key(obj: Obj) -> str:
-    m = obj["metadata"]
-    return f"{m.get('namespace', '')}/{m['name']}"

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
 
+from dramock.client.informer import cancel_all
 from dramock.client.rest import Client, server_from_kubeconfig
 from dramock.controllers.garbagecollector import GarbageCollector
 from dramock.controllers.namespace import NamespaceController
@@ -31,11 +31,7 @@ class ControllerManager:
         try:
             await stop.wait()
         finally:
-            for t in tasks:
-                t.cancel()
-            for t in tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await t
+            await cancel_all(tasks)
 
 
 def run_controller_manager(kubeconfig: str, user_agent: str) -> int:

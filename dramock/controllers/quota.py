@@ -17,7 +17,8 @@ import asyncio
 import logging
 from typing import Any
 
-from dramock.client.rest import APIStatusError, Client, list_and_watch, resource_path
+from dramock.client.informer import list_and_watch
+from dramock.client.rest import APIStatusError, Client, resource_path
 from dramock.schemas import quota as q
 from dramock.schemas import registry
 

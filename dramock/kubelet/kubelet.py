@@ -6,12 +6,12 @@ Every piece is an API client over HTTP (dramock.client) plus gRPC to the drivers
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import signal
 from dataclasses import dataclass, field
 
+from dramock.client.informer import cancel_all
 from dramock.client.rest import APIStatusError, Client, resource_path, server_from_kubeconfig
 from dramock.kubelet.node import NodeConfig, NodeLease, register_node
 from dramock.kubelet.plugins import DRAPluginClient, PluginRegistry, PluginWatcher
@@ -85,11 +85,7 @@ class Kubelet:
         try:
             await stop.wait()
         finally:
-            for t in tasks:
-                t.cancel()
-            for t in tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await t
+            await cancel_all(tasks)
 
 
 async def run_kubelet(server: str, cfg: KubeletConfig, stop: asyncio.Event | None = None,

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from dramock.client.rest import APIStatusError, Client, list_and_watch, resource_path
+from dramock.client.informer import cancel_all, list_and_watch
+from dramock.client.rest import APIStatusError, Client, resource_path
 from dramock.kubelet.node import now_time
 from dramock.kubelet.plugins import PluginError, PluginRegistry
 
@@ -179,11 +180,7 @@ class PodManager:
                 for uid, pod in list(self._orphans.items()):
                     await self._sync_orphan(uid, pod)
         finally:
-            for t in informers:
-                t.cancel()
-            for t in informers:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await t
+            await cancel_all(informers)
 
     def _due(self, uid: str) -> bool:
         retry = self._retry.get(uid)

@@ -40,6 +40,7 @@ import aiohttp
 
 from dramock.client.informer import Informer
 from dramock.client.rest import APIStatusError, Client, resource_path
+from dramock.scheduler import extended
 from dramock.scheduler.types import AllocationInput, AllocationOutcome
 from dramock.schemas.featuregates import FeatureGates
 from dramock.schemas.quantity import parse_quantity
@@ -67,6 +68,56 @@ MSG_CANNOT_ALLOCATE = "cannot allocate all claims"
 MSG_NOT_AVAILABLE = "resourceclaim not available on the node"
 MSG_IN_USE = "resourceclaim in use"
 MSG_NO_NODES = "no nodes available to schedule pods"
+MSG_FILTER_TIMEOUT = "timed out trying to allocate devices"
+# DRASchedulerFilterTimeout: the allocation budget per node (upstream's DynamicResourcesArgs.filterTimeout).
+FILTER_TIMEOUT = 10.0
+PLUGIN = "DynamicResources"
+
+
+class _Metrics:
+    """kube-scheduler's metrics (pkg/scheduler/metrics) on prometheus_client's default registry, which `serve`
+    exposes on the API server's /metrics. Created once per process; None without prometheus_client."""
+
+    def __init__(self) -> None:
+        from prometheus_client import Counter as PCounter
+        from prometheus_client import Gauge, Histogram
+
+        self.pending_pods = Gauge("scheduler_pending_pods", "Number of pending pods, by the queue type. 'active' "
+                                  "means number of pods in activeQ; 'backoff' means number of pods in backoffQ; "
+                                  "'unschedulable' means number of pods in unschedulablePods that the scheduler "
+                                  "attempted to schedule and failed; 'gated' is the number of unschedulable pods "
+                                  "that the scheduler never attempted to schedule because they are gated.",
+                                  ["queue"])
+        self.schedule_attempts = PCounter("scheduler_schedule_attempts", "Number of attempts to schedule pods, by "
+                                          "the result. 'unschedulable' means a pod could not be scheduled, while "
+                                          "'error' means an internal scheduler problem.", ["result", "profile"])
+        self.claim_creates = PCounter("scheduler_resourceclaim_creates", "Number of ResourceClaims creation "
+                                      "requests within scheduler", ["status"])
+        self.plugin_duration = Histogram(
+            "scheduler_plugin_execution_duration_seconds", "Duration for running a plugin at a specific "
+            "extension point.", ["plugin", "extension_point", "status"],
+            buckets=[0.00001 * 1.5 ** i for i in range(20)])
+
+
+_metrics: _Metrics | None = None
+_metrics_failed = False
+
+
+def metrics() -> _Metrics | None:
+    global _metrics, _metrics_failed
+    if _metrics is None and not _metrics_failed:
+        try:
+            _metrics = _Metrics()
+        except (ImportError, ValueError) as e:  # no prometheus_client, or the names are taken
+            log.info("scheduler metrics disabled: %s", e)
+            _metrics_failed = True
+    return _metrics
+
+
+def _observe(extension_point: str, status: str, start: float) -> None:
+    m = metrics()
+    if m is not None:
+        m.plugin_duration.labels(PLUGIN, extension_point, status).observe(time.perf_counter() - start)
 
 
 def now_time() -> str:
@@ -283,6 +334,7 @@ class Scheduler:
         self.assumed_pods: dict[str, tuple[Obj, str]] = {}  # pod uid -> (pod, node)
         self._binding: set[asyncio.Task] = set()
         self._last_event: dict[str, tuple[str, float]] = {}  # pod uid -> (message, time)
+        self._gated: set[str] = set()  # keys waiting in PreEnqueue (counted as "gated", not "unschedulable")
         self.scheduled = 0
         self.pods.add_handler(self._on_pod)
         self.nodes.add_handler(self._on_node)
@@ -341,6 +393,7 @@ class Scheduler:
         self._wake.set()
 
     def _forget(self, key: str) -> None:
+        self._gated.discard(key)
         self.backoff.pop(key, None)
         self.unschedulable.pop(key, None)
         self.attempts.pop(key, None)
@@ -400,8 +453,24 @@ class Scheduler:
             return key
         return None
 
+    def _update_pending_metric(self) -> None:
+        m = metrics()
+        if m is None:
+            return
+        gated = len(self._gated & set(self.unschedulable))
+        m.pending_pods.labels("active").set(len(self.active))
+        m.pending_pods.labels("backoff").set(len(self.backoff))
+        m.pending_pods.labels("unschedulable").set(len(self.unschedulable) - gated)
+        m.pending_pods.labels("gated").set(gated)
+
+    def _count_attempt(self, result: str) -> None:
+        m = metrics()
+        if m is not None:
+            m.schedule_attempts.labels(result, self.scheduler_name).inc()
+
     async def _schedule_loop(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
+            self._update_pending_metric()
             key = self._pop_ready()
             if key is None:
                 self._wake.clear()
@@ -415,6 +484,7 @@ class Scheduler:
                 await self.schedule_one(key)
             except Exception:  # noqa: BLE001 - one pod must not stop the loop
                 log.exception("scheduling %s", key)
+                self._count_attempt("error")
                 self._to_backoff(key)
             await asyncio.sleep(0)
 
@@ -553,22 +623,28 @@ class Scheduler:
             except WaitingForClaims as e:
                 log.debug("pod %s: %s", key, e)
                 self.unschedulable[key] = time.monotonic()  # gated: any claim or pod event retries it
+                self._gated.add(key)
                 return
+            self._gated.discard(key)
             self.attempts[key] = self.attempts.get(key, 0) + 1
             try:
-                node, new_allocs = self._find_node(pod, claims)
+                node, new_allocs, special = self._find_node(pod, claims)
             except Unschedulable as e:
+                self._count_attempt("unschedulable")
                 await self._failed(pod, str(e))
                 self._to_unschedulable(key, seq)
                 return
             # Reserve.
+            start = time.perf_counter()
             uid = pod["metadata"]["uid"]
             for claim, alloc in new_allocs:
                 self.in_flight[claim["metadata"]["uid"]] = self._with_allocation(claim, alloc)
             self.assumed_pods[uid] = (pod, node)
+            if new_allocs or claims:
+                _observe("Reserve", "Success", start)
         finally:
             self._in_cycle = None
-        task = asyncio.create_task(self._binding_cycle(key, pod, node, claims, new_allocs))
+        task = asyncio.create_task(self._binding_cycle(key, pod, node, claims, new_allocs, special))
         self._binding.add(task)
         task.add_done_callback(self._binding.discard)
 
@@ -586,6 +662,13 @@ class Scheduler:
                 raise WaitingForClaims(f"ResourceClaim {ns}/{cname} was not created for pod "
                                        f"{ns}/{pod['metadata']['name']} (pod is not owner)")
             claims.append(claim)
+        ext = (pod.get("status") or {}).get("extendedResourceClaimStatus") or {}
+        if ext.get("resourceClaimName") and self.gates.enabled("DRAExtendedResource"):
+            claim = self.claim(ns, ext["resourceClaimName"])
+            # A special claim written by an earlier attempt is reused; a missing one is created anew.
+            if claim is not None and any(r.get("uid") == pod["metadata"].get("uid") and r.get("controller")
+                                         for r in claim["metadata"].get("ownerReferences") or []):
+                claims.append(claim)
         return claims
 
     @staticmethod
@@ -594,41 +677,52 @@ class Scheduler:
         c.setdefault("status", {})["allocation"] = allocation
         return c
 
-    def _find_node(self, pod: Obj, claims: list[Obj]) -> tuple[str, list[tuple[Obj, Obj]]]:
-        """PreFilter + Filter + Score: the node to bind to and the new allocations (claim, allocation)."""
+    def _find_node(self, pod: Obj, claims: list[Obj]) -> tuple[str, list[tuple[Obj, Obj]], Obj | None]:
+        """PreFilter + Filter + Score: the node to bind to, the new allocations (claim, allocation) and, for
+        KEP-5004, the in-memory special claim (also among the new allocations) or None."""
         ns = pod["metadata"].get("namespace", "")
         uid = pod["metadata"].get("uid")
         # PreFilter (DynamicResources).
+        t0 = time.perf_counter()
         pending: list[Obj] = []
         allocated: list[Obj] = []
+        has_special = False
         for c in claims:
             cm = c["metadata"]
+            if (cm.get("annotations") or {}).get(extended.EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true":
+                has_special = True
             if cm.get("deletionTimestamp"):
+                _observe("PreFilter", "UnschedulableAndUnresolvable", t0)
                 raise Unschedulable(f'resourceclaim "{cm["name"]}" is being deleted')
             if cm.get("uid") in self.in_flight:
+                _observe("PreFilter", "UnschedulableAndUnresolvable", t0)
                 raise Unschedulable(f'resource claim {ns}/{cm["name"]} is in the process of being allocated')
             status = c.get("status") or {}
             if status.get("allocation"):
                 allocated.append(c)
             else:
                 pending.append(c)
+        classes = {c["metadata"]["name"]: c for c in self.classes.list()}
+        ext_reqs = extended.extended_requests(pod, classes) if self.gates.enabled("DRAExtendedResource") else []
+        dra = bool(claims) or bool(ext_reqs)
+        if dra:
+            _observe("PreFilter", "Success", t0)
         nodes = sorted(self.nodes.list(), key=lambda n: n["metadata"]["name"])
         if not nodes:
             raise Unschedulable(MSG_NO_NODES)
         usage = self._node_usage()
         requests = pod_requests(pod)
         reasons: Counter[str] = Counter()
-        fits: list[tuple[tuple, str, list[tuple[Obj, Obj]]]] = []
+        fits: list[tuple[tuple, str, list[tuple[Obj, Obj]], Obj | None]] = []
         alloc_input: dict[str, Any] | None = None
         device_count: Counter[str] = Counter()
-        if pending:
+        if pending or ext_reqs:
             pending_uids = {c["metadata"].get("uid") for c in pending}
             in_use = [c for c in self.all_claims() if (c.get("status") or {}).get("allocation")
                       and c["metadata"].get("uid") not in self.in_flight
                       and c["metadata"].get("uid") not in pending_uids]
             in_flight = list(self.in_flight.values())
-            alloc_input = {"slices": self.slices.list(),
-                           "classes": {c["metadata"]["name"]: c for c in self.classes.list()},
+            alloc_input = {"slices": self.slices.list(), "classes": classes,
                            "allocated": in_use, "in_flight": in_flight, "taint_rules": self.taint_rules.list()}
         pool_nodes = {((sl.get("spec") or {}).get("driver"), ((sl.get("spec") or {}).get("pool") or {}).get("name")):
                       sl["spec"]["nodeName"] for sl in self.slices.list() if (sl.get("spec") or {}).get("nodeName")}
@@ -637,29 +731,44 @@ class Scheduler:
                 node_name = pool_nodes.get((r.get("driver"), r.get("pool")))
                 if node_name:
                     device_count[node_name] += 1
+        timeout = self.gates.enabled("DRASchedulerFilterTimeout")
         for node in nodes:
-            reason = self._filter_node(pod, node, requests, usage)
+            backed = extended.dra_backed(ext_reqs, node)
+            node_requests = extended.node_requests_without(requests, backed) if backed else requests
+            reason = self._filter_node(pod, node, node_requests, usage)
+            t1 = time.perf_counter()
             if reason is None:
                 reason = self._filter_allocated_claims(pod, node, allocated, uid)
             new_allocs: list[tuple[Obj, Obj]] = []
-            if reason is None and pending:
+            special: Obj | None = None
+            to_allocate = list(pending)
+            if reason is None and backed and not has_special:
+                special = extended.in_memory_claim(pod, backed)
+                to_allocate.append(special)
+            if reason is None and to_allocate:
                 assert alloc_input is not None
-                outcome = self.allocate(AllocationInput(claims=pending, node=node, gates=self.gates, **alloc_input))
-                if not outcome.fits or len(outcome.allocations or []) != len(pending):
+                deadline = time.monotonic() + FILTER_TIMEOUT if timeout else None
+                outcome = self.allocate(AllocationInput(claims=to_allocate, node=node, gates=self.gates,
+                                                        deadline=deadline, **alloc_input))
+                if outcome.timed_out:
+                    reason = MSG_FILTER_TIMEOUT
+                elif not outcome.fits or len(outcome.allocations or []) != len(to_allocate):
                     reason = outcome.reason or MSG_CANNOT_ALLOCATE
                 else:
-                    new_allocs = list(zip(pending, outcome.allocations or [], strict=True))
+                    new_allocs = list(zip(to_allocate, outcome.allocations or [], strict=True))
+            if dra and (reason is None or to_allocate or allocated):
+                _observe("Filter", "Success" if reason is None else "Unschedulable", t1)
             if reason is not None:
                 reasons[reason] += 1
                 continue
             name = node["metadata"]["name"]
             score = (device_count.get(name, 0), usage.get(name, ({}, 0))[1], name)
-            fits.append((score, name, new_allocs))
+            fits.append((score, name, new_allocs, special))
         if not fits:
             raise Unschedulable(fit_error_message(len(nodes), reasons))
         fits.sort(key=lambda f: f[0])
-        _, name, new_allocs = fits[0]
-        return name, new_allocs
+        _, name, new_allocs, special = fits[0]
+        return name, new_allocs, special
 
     def _filter_node(self, pod: Obj, node: Obj, requests: dict[str, Fraction],
                      usage: dict[str, tuple[dict[str, Fraction], int]]) -> str | None:
@@ -702,12 +811,33 @@ class Scheduler:
     # ---------------------------------------------------------------- binding cycle
 
     async def _binding_cycle(self, key: str, pod: Obj, node: str, claims: list[Obj],
-                             new_allocs: list[tuple[Obj, Obj]]) -> None:
+                             new_allocs: list[tuple[Obj, Obj]], special: Obj | None = None) -> None:
         m = pod["metadata"]
         ns, name, uid = m.get("namespace", ""), m["name"], m["uid"]
         allocations = {c["metadata"]["uid"]: a for c, a in new_allocs}
         written: list[tuple[str, str]] = []
+        allocated_here = {c["metadata"]["uid"] for c, _ in new_allocs}
+        created: Obj | None = None
+        status_written = False
+        t0 = time.perf_counter()
         try:
+            if special is not None:
+                # KEP-5004 PreBind: create the special claim, write its allocation and reservation, then
+                # name it in the pod status.
+                created = await self._create_special_claim(pod, special)
+                cm = created["metadata"]
+                allocated_here.add(cm["uid"])
+                self.assumed_claims[(ns, cm["name"])] = created
+                updated = await self._prebind_claim(ns, cm["name"], cm["uid"],
+                                                    allocations[special["metadata"]["uid"]], pod)
+                if updated is not None:
+                    self.assumed_claims[(ns, cm["name"])] = updated
+                    written.append((ns, cm["name"]))
+                self.in_flight.pop(special["metadata"]["uid"], None)
+                ext_reqs = extended.extended_requests(pod, {c["metadata"]["name"]: c for c in self.classes.list()})
+                await self._patch_pod_status(pod, {"extendedResourceClaimStatus": extended.claim_status(
+                    cm["name"], created.get("spec") or {}, ext_reqs)})
+                status_written = True
             for claim in claims:
                 cm = claim["metadata"]
                 updated = await self._prebind_claim(ns, cm["name"], cm["uid"], allocations.get(cm["uid"]), pod)
@@ -720,11 +850,16 @@ class Scheduler:
                                        "metadata": {"name": name, "namespace": ns, "uid": uid},
                                        "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
         except (APIStatusError, aiohttp.ClientError, asyncio.TimeoutError, BindError) as e:
+            if claims or special is not None:
+                _observe("PreBind", "Error", t0)
+            self._count_attempt("error")
             for c, _ in new_allocs:
                 self.in_flight.pop(c["metadata"]["uid"], None)
             self.assumed_pods.pop(uid, None)
             log.info("pod %s: binding to %s failed: %s", key, node, e)
-            await self._unreserve(ns, written, uid, {c["metadata"]["uid"] for c, _ in new_allocs})
+            await self._unreserve(ns, written, uid, allocated_here)
+            if created is not None:
+                await self._delete_special_claim(created, status_written, pod)
             current = self.pods.get(ns, name)
             if current is not None and current["metadata"].get("uid") == uid and self._wants(current):
                 await self._failed(pod, f"Binding rejected: {e}", condition=False)
@@ -734,10 +869,49 @@ class Scheduler:
             for c, _ in new_allocs:
                 self.in_flight.pop(c["metadata"]["uid"], None)
             raise
+        if claims or special is not None:
+            _observe("PreBind", "Success", t0)
+        self._count_attempt("scheduled")
         self.scheduled += 1
         self.attempts.pop(key, None)
         log.info("pod %s bound to %s", key, node)
         await self._event(pod, "Normal", "Scheduled", f"Successfully assigned {ns}/{name} to {node}")
+
+    async def _create_special_claim(self, pod: Obj, special: Obj) -> Obj:
+        ns = pod["metadata"].get("namespace", "")
+        m = metrics()
+        try:
+            created = await self.client.request("POST", resource_path(GROUP, VERSION, "resourceclaims", ns),
+                                                extended.new_claim(pod, special["spec"]))
+        except (APIStatusError, aiohttp.ClientError, asyncio.TimeoutError):
+            if m is not None:
+                m.claim_creates.labels("failure").inc()
+            raise
+        if m is not None:
+            m.claim_creates.labels("success").inc()
+        return created
+
+    async def _delete_special_claim(self, claim: Obj, status_written: bool, pod: Obj) -> None:
+        """Unreserve: the special claim goes (the claim controller drops the finalizer once it is unreserved)
+        and the pod status no longer names it."""
+        cm = claim["metadata"]
+        ns = cm.get("namespace", "")
+        self.assumed_claims.pop((ns, cm["name"]), None)
+        try:
+            await self.client.request("DELETE", resource_path(GROUP, VERSION, "resourceclaims", ns, cm["name"]),
+                                      {"apiVersion": "v1", "kind": "DeleteOptions",
+                                       "preconditions": {"uid": cm["uid"]}})
+        except (APIStatusError, aiohttp.ClientError, asyncio.TimeoutError) as e:
+            log.info("deleting special claim %s/%s: %s", ns, cm["name"], e)
+        if status_written:
+            with contextlib.suppress(APIStatusError, aiohttp.ClientError, asyncio.TimeoutError):
+                await self._patch_pod_status(pod, {"extendedResourceClaimStatus": None})
+
+    async def _patch_pod_status(self, pod: Obj, status: Obj) -> None:
+        m = pod["metadata"]
+        await self.client.request(
+            "PATCH", resource_path("", "v1", "pods", m.get("namespace"), m["name"], "status"),
+            {"metadata": {"uid": m.get("uid")}, "status": status}, content_type="application/merge-patch+json")
 
     async def _prebind_claim(self, ns: str, cname: str, cuid: str, allocation: Obj | None, pod: Obj) -> Obj | None:
         """Write the allocation (finalizer first) and the reservation; None when nothing had to change."""
