@@ -1,0 +1,440 @@
+"""docker-compose.yml without a container engine: every service runs as a local process, wired exactly as the
+file says, and kubectl drives the stack.
+
+Each service's entrypoint + command (the image's ENTRYPOINT from the Dockerfile when it has none) runs with
+`dramock` as `python -m dramock` (a `dramock` and a `python` on the PATH too, for `sh -c` scripts), its
+`environment` merged into ours. A container's filesystem is a directory of its own; each volume is a directory
+mounted over it at the volume's target: a named volume is one directory for every service mounting it, as compose
+shares it, a bind mount one per host path. Absolute paths in arguments, scripts and environment values are mapped
+that way. A published port becomes a free local port: `<service>:<container port>` and `localhost:<published
+port>` in URLs become 127.0.0.1:<that port>, as does the publishing service's `--port`; `--bind-address 0.0.0.0`
+becomes 127.0.0.1. Services start in depends_on order, each condition honoured (service_healthy runs the
+healthcheck command until it passes); a service whose restart policy is "no" or "on-failure" is a one-shot that
+must exit 0.
+
+What the processes cannot show (they all see one filesystem) is checked on the file itself: a node's kubelet and
+driver mount the same volumes at the same paths. DRAMOCK_COMPOSE_FILE runs the tests against another file."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dramock.cli import EXAMPLE_DRIVER
+from tests.conftest import KUBECTL, free_port, wait_for
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPOSE = Path(os.environ.get("DRAMOCK_COMPOSE_FILE", ROOT / "docker-compose.yml"))
+CATS = ROOT / "examples" / "pod-with-cats" / "pod-with-cats.yaml"
+NODES = {"node-1", "node-2"}
+STARTUP = 30.0  # seconds for any one step of bringing the stack up
+
+CLAIM_AND_POD = f"""
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: compose-gpu
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: {EXAMPLE_DRIVER}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: compose-pod
+spec:
+  containers:
+  - name: app
+    image: busybox
+    command: ["sleep", "3600"]
+    resources:
+      claims:
+      - name: gpu
+  resourceClaims:
+  - name: gpu
+    resourceClaimName: compose-gpu
+"""
+
+
+def _image_entrypoint() -> list[str]:
+    m = re.search(r"^ENTRYPOINT\s+(\[.*\])\s*$", (ROOT / "Dockerfile").read_text(), re.M)
+    assert m, "Dockerfile has no exec-form ENTRYPOINT"
+    return json.loads(m.group(1))
+
+
+def _argv(value) -> list[str]:
+    if value is None:
+        return []
+    return shlex.split(value) if isinstance(value, str) else [str(v) for v in value]
+
+
+def _flag(argv: list[str], name: str) -> str | None:
+    for i, a in enumerate(argv):
+        if a == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(name + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def _set_flag(argv: list[str], name: str, value: str) -> list[str]:
+    out = list(argv)
+    for i, a in enumerate(out):
+        if a == name and i + 1 < len(out):
+            out[i + 1] = value
+        elif a.startswith(name + "="):
+            out[i] = f"{name}={value}"
+    return out
+
+
+def _volumes(svc: dict) -> list[tuple[str, str]]:
+    """(source, target) of a service's volumes, short or long syntax."""
+    out = []
+    for v in svc.get("volumes") or []:
+        if isinstance(v, dict):
+            out.append((v.get("source", ""), v["target"].rstrip("/")))
+        else:
+            source, target = str(v).split(":")[:2]
+            out.append((source, target.rstrip("/")))
+    return out
+
+
+def _node_services(services: dict[str, dict], subcommand: str) -> dict[str, str]:
+    """node name -> the service running `dramock <subcommand>` for it."""
+    out = {}
+    for name, svc in services.items():
+        argv = _argv(svc.get("command"))
+        if "entrypoint" not in svc and argv[:1] == [subcommand]:
+            node = _flag(argv, "--node-name") or _flag(argv, "--hostname-override")
+            assert node, f"{name}: {subcommand} without --node-name"
+            assert node not in out, f"two {subcommand} services for {node}: {out[node]}, {name}"
+            out[node] = name
+    return out
+
+
+def _depends(svc: dict) -> dict[str, str]:
+    deps = svc.get("depends_on") or {}
+    if isinstance(deps, list):
+        return {d: "service_started" for d in deps}
+    return {d: (c or {}).get("condition", "service_started") for d, c in deps.items()}
+
+
+def _is_one_shot(svc: dict) -> bool:
+    return str(svc.get("restart", "")).split(":")[0] in ("no", "on-failure")
+
+
+class Stack:
+    """The compose file's services as local processes."""
+
+    def __init__(self, compose: Path, root: str):
+        self.compose = compose
+        self.spec = yaml.safe_load(compose.read_text())
+        self.services: dict[str, dict] = {k: v for k, v in self.spec["services"].items() if not k.startswith("x-")}
+        self.root = root
+        self.entrypoint = _image_entrypoint()
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.logs: dict[str, str] = {}
+        self.healthy: set[str] = set()
+        # (service, container port) -> (published port, local port)
+        self.ports: dict[tuple[str, str], tuple[str, int]] = {}
+        for name, svc in self.services.items():
+            for p in svc.get("ports") or []:
+                published, _, target = str(p).rpartition(":")
+                self.ports[(name, target)] = (published.rpartition(":")[2] or target, free_port())
+        self.bin = os.path.join(root, "bin")
+        os.makedirs(self.bin)
+        for tool, argv in (("dramock", f"{shlex.quote(sys.executable)} -m dramock"),
+                           ("python", shlex.quote(sys.executable))):
+            path = os.path.join(self.bin, tool)
+            with open(path, "w") as f:
+                f.write(f'#!/bin/sh\nexec {argv} "$@"\n')
+            os.chmod(path, 0o755)
+
+    # --- the container view -----------------------------------------------------------------------------------
+
+    def mounts(self, name: str) -> list[tuple[str, str]]:
+        """(container target, local directory) of the service's volumes, longest target first."""
+        out = []
+        for source, target in _volumes(self.services[name]):
+            if source.startswith((".", "/", "~")):
+                rel = os.path.relpath(os.path.normpath(self.compose.parent / source), self.compose.parent)
+                local = os.path.join(self.root, "bind", rel.replace("..", "__"))
+            else:
+                assert source in (self.spec.get("volumes") or {}), f"{name}: undeclared volume {source!r}"
+                local = os.path.join(self.root, "volumes", source)
+            os.makedirs(local, exist_ok=True)
+            out.append((target, local))
+        return sorted(out, key=lambda m: -len(m[0]))
+
+    def local_path(self, name: str, path: str) -> str:
+        for target, local in self.mounts(name):
+            if path == target or path.startswith(target + "/"):
+                return local + path[len(target):]
+        return os.path.join(self.root, "containers", name) + path
+
+    def local_port(self, service: str, port: str) -> int:
+        return self.ports[(service, port)][1]
+
+    def rewrite(self, name: str, text: str) -> str:
+        for (svc, target), (published, local) in self.ports.items():
+            text = re.sub(rf"\b(?:{re.escape(svc)}:{target}|localhost:{published}|localhost:{target})\b",
+                          f"127.0.0.1:{local}", text)
+        return re.sub(r"(?<![\w.:/$-])/[\w.+@-][\w.+@/-]*", lambda m: self.local_path(name, m.group(0)), text)
+
+    def command(self, name: str) -> list[str]:
+        svc = self.services[name]
+        argv = _argv(svc["entrypoint"]) if "entrypoint" in svc else list(self.entrypoint)
+        argv += _argv(svc.get("command"))
+        argv = [self.rewrite(name, a) for a in argv]
+        for (svc_name, target), (_published, local) in self.ports.items():
+            if svc_name == name and _flag(argv, "--port") == target:
+                argv = _set_flag(argv, "--port", str(local))
+        if _flag(argv, "--bind-address") == "0.0.0.0":  # stay on the loopback
+            argv = _set_flag(argv, "--bind-address", "127.0.0.1")
+        head = {"dramock": [sys.executable, "-m", "dramock"], "python": [sys.executable]}.get(argv[0], argv[:1])
+        return head + argv[1:]
+
+    def environment(self, name: str) -> dict[str, str]:
+        env = dict(os.environ)
+        raw = self.services[name].get("environment") or {}
+        if isinstance(raw, list):
+            raw = dict(item.split("=", 1) if "=" in item else (item, os.environ.get(item, "")) for item in raw)
+        env.update({k: self.rewrite(name, str(v if v is not None else "")) for k, v in raw.items()})
+        env["PATH"] = self.bin + os.pathsep + env.get("PATH", "")
+        return env
+
+    # --- running ----------------------------------------------------------------------------------------------
+
+    def order(self) -> list[str]:
+        done: list[str] = []
+
+        def visit(name: str, path: tuple[str, ...]) -> None:
+            assert name in self.services, f"depends_on names an unknown service {name!r}"
+            assert name not in path, f"depends_on cycle: {' -> '.join((*path, name))}"
+            if name in done:
+                return
+            for dep in _depends(self.services[name]):
+                visit(dep, (*path, name))
+            done.append(name)
+
+        for name in self.services:
+            visit(name, ())
+        return done
+
+    def start(self, name: str) -> None:
+        home = os.path.join(self.root, "containers", name, "home")
+        os.makedirs(home, exist_ok=True)
+        log = self.logs[name] = os.path.join(self.root, "logs", f"{name}.log")
+        os.makedirs(os.path.dirname(log), exist_ok=True)
+        with open(log, "w") as out:
+            self.procs[name] = subprocess.Popen(self.command(name), env=self.environment(name), cwd=home,
+                                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+
+    def wait_healthy(self, name: str) -> None:
+        if name in self.healthy:
+            return
+        check = self.services[name]["healthcheck"]["test"]
+        assert check[0] == "CMD", f"{name}: healthcheck must be exec form ([\"CMD\", ...])"
+        argv = [self.rewrite(name, a) for a in check[1:]]
+        argv = ([sys.executable] if argv[0] == "python" else argv[:1]) + argv[1:]
+
+        def passes() -> bool:
+            self.assert_running(name)
+            return subprocess.run(argv, capture_output=True, timeout=10, env=self.environment(name)).returncode == 0
+
+        wait_for(passes, STARTUP, interval=0.2, what=f"{name}'s healthcheck to pass")
+        self.healthy.add(name)
+
+    def wait_completed(self, name: str) -> None:
+        try:
+            rc = self.procs[name].wait(timeout=STARTUP)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"one-shot service {name} still running after {STARTUP}s") from None
+        assert rc == 0, f"one-shot service {name} exited with {rc}"
+
+    def assert_running(self, name: str) -> None:
+        rc = self.procs[name].poll()
+        assert rc is None, f"service {name} exited with {rc}"
+
+    def up(self) -> None:
+        for name in self.order():
+            for dep, condition in _depends(self.services[name]).items():
+                if condition == "service_healthy":
+                    self.wait_healthy(dep)
+                elif condition == "service_completed_successfully":
+                    self.wait_completed(dep)
+                else:
+                    assert condition == "service_started", f"{name}: unknown depends_on condition {condition!r}"
+            self.start(name)
+        for name, svc in self.services.items():
+            if _is_one_shot(svc):
+                self.wait_completed(name)
+            else:
+                self.assert_running(name)
+        for name, svc in self.services.items():
+            if "healthcheck" in svc and not _is_one_shot(svc):
+                self.wait_healthy(name)
+
+    def down(self) -> None:
+        for proc in reversed(list(self.procs.values())):
+            if proc.poll() is None:
+                proc.terminate()
+        deadline = time.monotonic() + 10
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+
+    def log_tails(self, lines: int = 15) -> str:
+        out = []
+        for name, path in self.logs.items():
+            with contextlib.suppress(OSError):
+                tail = Path(path).read_text(errors="replace").splitlines()[-lines:]
+                rc = self.procs[name].poll()
+                out.append(f"--- {name} ({'running' if rc is None else f'exit {rc}'})\n" + "\n".join(tail))
+        return "\n".join(out)
+
+    @contextlib.contextmanager
+    def explained(self) -> Iterator[None]:
+        """Failures carry the end of every service's log."""
+        try:
+            yield
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{self.log_tails()}") from None
+
+
+def _kubectl(kubeconfig: str, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    res = subprocess.run([KUBECTL, "--kubeconfig", kubeconfig, *args], input=input, capture_output=True,
+                         text=True, timeout=60)
+    if check and res.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)} failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
+    return res
+
+
+def _items(kubeconfig: str, *what: str) -> list[dict]:
+    return json.loads(_kubectl(kubeconfig, "get", *what, "-o", "json").stdout)["items"]
+
+
+def _ready(node: dict) -> bool:
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in node.get("status", {}).get("conditions", []))
+
+
+def _host_kubeconfig(stack: Stack) -> str:
+    """The kubeconfig a service leaves in a bind-mounted host directory (./.dramock/kubeconfig)."""
+    for name, svc in stack.services.items():
+        for source, target in _volumes(svc):
+            if source.startswith(".") and os.path.basename(os.path.normpath(source)) == ".dramock":
+                return os.path.join(stack.local_path(name, target), "kubeconfig")
+    raise AssertionError("no service bind-mounts ./.dramock for the host's kubeconfig")
+
+
+@pytest.fixture
+def stack() -> Iterator[Stack]:
+    # A short root: the plugin sockets live below it and unix socket paths are short.
+    root = tempfile.mkdtemp(prefix="dramock-compose-", dir="/tmp")
+    s = Stack(COMPOSE, root)
+    try:
+        with s.explained():
+            s.up()
+        yield s
+    finally:
+        s.down()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.timeout(120)
+def test_compose_stack_runs_dra_end_to_end(stack):
+    with stack.explained():
+        kubeconfig = _host_kubeconfig(stack)
+        api_port = stack.local_port("apiserver", "8080")
+        assert yaml.safe_load(Path(kubeconfig).read_text())["clusters"][0]["cluster"]["server"] == \
+            f"http://127.0.0.1:{api_port}", "the host kubeconfig must name the published port on localhost"
+
+        def nodes_ready():
+            nodes = _items(kubeconfig, "nodes")
+            return {n["metadata"]["name"] for n in nodes} == NODES and len(nodes) == 2 and all(map(_ready, nodes))
+
+        wait_for(nodes_ready, STARTUP, interval=0.3, what="exactly node-1 and node-2, both Ready")
+
+        def slices():
+            got = {(s["spec"]["driver"], s["spec"].get("nodeName")) for s in _items(kubeconfig, "resourceslices")}
+            return got == {(EXAMPLE_DRIVER, n) for n in NODES}
+
+        wait_for(slices, STARTUP, interval=0.3, what=f"{EXAMPLE_DRIVER}'s ResourceSlices on both nodes, only those")
+        for s in _items(kubeconfig, "resourceslices"):
+            assert s["spec"]["pool"]["name"] == s["spec"]["nodeName"] and s["spec"]["devices"]
+
+        # The stack installs the example DeviceClass itself (the `deviceclass` one-shot).
+        dc = json.loads(_kubectl(kubeconfig, "get", "deviceclass", EXAMPLE_DRIVER, "-o", "json").stdout)
+        assert f'device.driver == "{EXAMPLE_DRIVER}"' in dc["spec"]["selectors"][0]["cel"]["expression"]
+
+        # A claim of its own, and the docs page's pod-with-cats (claims from a template: the controller manager).
+        _kubectl(kubeconfig, "apply", "-f", "-", input=CLAIM_AND_POD)
+        _kubectl(kubeconfig, "apply", "-f", str(CATS))
+        for pod in ("compose-pod", "pod-with-cats"):
+            _kubectl(kubeconfig, "wait", "--for=jsonpath={.status.phase}=Running", f"pod/{pod}", "--timeout=40s")
+
+        pods = {p["metadata"]["name"]: p for p in _items(kubeconfig, "pods")}
+        claims = _items(kubeconfig, "resourceclaims")
+        assert len(claims) == 3, [c["metadata"]["name"] for c in claims]
+        drivers = _node_services(stack.services, "example-driver")
+        assert set(drivers) == NODES
+        for c in claims:
+            pod = pods["compose-pod" if c["metadata"]["name"] == "compose-gpu" else "pod-with-cats"]
+            node = pod["spec"]["nodeName"]
+            assert node in NODES
+            result = c["status"]["allocation"]["devices"]["results"][0]
+            assert (result["driver"], result["pool"]) == (EXAMPLE_DRIVER, node)
+            assert [r["uid"] for r in c["status"]["reservedFor"]] == [pod["metadata"]["uid"]]
+            # Prepared by that node's driver: its CDI spec file, in its container's /var/lib/kubelet/cdi.
+            cdi = stack.local_path(drivers[node], f"/var/lib/kubelet/cdi/{EXAMPLE_DRIVER}-{c['metadata']['uid']}.json")
+            assert os.path.exists(cdi), f"no CDI spec {cdi}"
+
+        for name, svc in stack.services.items():
+            if not _is_one_shot(svc):
+                stack.assert_running(name)
+
+
+def test_each_node_driver_shares_its_kubelets_plugin_dirs():
+    """What processes on one filesystem cannot show: the kubelet must see the driver's registration socket and its
+    DRA endpoint (an absolute path) at the same paths, through the same node's volumes."""
+    spec = yaml.safe_load(COMPOSE.read_text())
+    services = spec["services"]
+    kubelets, drivers = _node_services(services, "kubelet"), _node_services(services, "example-driver")
+    assert set(kubelets) == set(drivers) == NODES
+
+    def volume_at(name: str, path: str) -> tuple[str, str]:
+        best = ("", "")
+        for source, target in _volumes(services[name]):
+            if (path == target or path.startswith(target + "/")) and len(target) > len(best[1]):
+                best = (source, target)
+        assert best[0] in (spec.get("volumes") or {}), f"{name}: {path} is not on a named volume"
+        return best
+
+    used: dict[str, str] = {}
+    for node in NODES:
+        k_argv, d_argv = _argv(services[kubelets[node]]["command"]), _argv(services[drivers[node]]["command"])
+        for flag in ("--plugins-registry-dir", "--plugins-dir"):
+            path = _flag(d_argv, flag)
+            assert path and path == _flag(k_argv, flag), f"{node}: {flag} differs between kubelet and driver"
+            vol = volume_at(drivers[node], path)
+            assert vol == volume_at(kubelets[node], path), f"{node}: {path} is on different volumes"
+            assert used.setdefault(vol[0], node) == node, f"volume {vol[0]} is shared by two nodes"
