@@ -48,7 +48,7 @@ def _add_server_flags(p: argparse.ArgumentParser) -> None:
                    help="address to listen on (default 127.0.0.1, where a bare kubectl looks)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help="port to listen on (default 8080)")
     p.add_argument("--data-dir", default=os.environ.get("DRAMOCK_DATA_DIR", "./dramock-data"),
-                   help="directory of the SQLite database and the written kubeconfig")
+                   help="directory of the SQLite database (and, for serve, the written kubeconfig and node dirs)")
     p.add_argument("--database-url", default="",
                    help="SQLAlchemy URL of the database (default: SQLite file in --data-dir)")
     p.add_argument("--feature-gates", default="",
@@ -88,18 +88,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_scheduler_flags(sch)
     kl = sub.add_parser("kubelet", help="run one kubelet shim (node, lease, DRA plugin registration, pods)")
     from dramock.kubelet.__main__ import add_kubelet_flags
+    from dramock.kubelet.exampledriver import add_driver_flags
 
     add_kubelet_flags(kl)
     drv = sub.add_parser("example-driver", help="run the example DRA driver (gpu.example.com) for one node")
-    drv.add_argument("--kubeconfig", default="", help="kubeconfig naming the server")
-    drv.add_argument("--server", default="", help="server URL (instead of --kubeconfig)")
-    drv.add_argument("--node-name", required=True)
-    drv.add_argument("--driver", default=EXAMPLE_DRIVER)
-    drv.add_argument("--devices", type=int, default=8)
-    drv.add_argument("--root-dir", default="/var/lib/kubelet")
-    drv.add_argument("--plugins-registry-dir", default="")
-    drv.add_argument("--plugins-dir", default="")
-    drv.add_argument("-v", "--v", type=int, default=0, dest="verbosity")
+    add_driver_flags(drv)
     kc = sub.add_parser("kubeconfig", help="print a kubeconfig for a running dramock server")
     kc.add_argument("--server", default="", help="server URL (default http://127.0.0.1:8080)")
     kc.add_argument("--bind-address", default=DEFAULT_BIND)
@@ -144,11 +137,9 @@ def _run_node_component(args: argparse.Namespace) -> int:
 
         asyncio.run(run_kubelet(server, config_from_args(args)))
     else:
-        from dramock.kubelet.exampledriver import run_driver
+        from dramock.kubelet.exampledriver import run_from_args
 
-        asyncio.run(run_driver(server, args.node_name, driver=args.driver, devices=args.devices,
-                               root_dir=args.root_dir, registry_dir=args.plugins_registry_dir,
-                               plugins_dir=args.plugins_dir))
+        asyncio.run(run_from_args(server, args))
     return 0
 
 
@@ -185,7 +176,14 @@ def _run_server(args: argparse.Namespace) -> int:
         print(f"export KUBECONFIG={path}", flush=True)
     app = server.app()
     if args.command == "serve":
-        app.cleanup_ctx.append(_components(url, args.nodes, args.data_dir, gates))
+        import asyncio
+
+        stop = asyncio.Event()
+        app.cleanup_ctx.append(_components(url, args.nodes, args.data_dir, gates, stop))
+
+        async def stop_components(_app) -> None:  # before the server waits for open requests to finish
+            stop.set()
+        app.on_shutdown.append(stop_components)
     # handler_cancellation: a watch ends as soon as its client goes away, as upstream's do.
     web.run_app(app, host=args.bind_address, port=args.port, print=None, access_log=None,
                 handle_signals=True, handler_cancellation=True, shutdown_timeout=5)
@@ -204,7 +202,7 @@ def _node_root(data_dir: str, node: str) -> str:
     return root
 
 
-def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool]):
+def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool], stop):
     """The bundled components of `serve`: API clients of the server over HTTP, as the real ones are.
     The controller manager, the scheduler, and per simulated node a kubelet shim with the example driver."""
     import asyncio
@@ -214,7 +212,6 @@ def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool]):
     from dramock.controllers.manager import ControllerManager
 
     async def ctx(_app):
-        stop = asyncio.Event()
         client = Client(url, f"dramock-controller-manager/{__version__}")
         from dramock.scheduler.loop import run_scheduler
 

@@ -217,6 +217,8 @@ class Stack:
             raw = dict(item.split("=", 1) if "=" in item else (item, os.environ.get(item, "")) for item in raw)
         env.update({k: self.rewrite(name, str(v if v is not None else "")) for k, v in raw.items()})
         env["PATH"] = self.bin + os.pathsep + env.get("PATH", "")
+        # The services run in directories of their own: import this checkout, as the image holds it.
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
         return env
 
     # --- running ----------------------------------------------------------------------------------------------
@@ -382,7 +384,7 @@ def test_compose_stack_runs_dra_end_to_end(stack):
         for s in _items(kubeconfig, "resourceslices"):
             assert s["spec"]["pool"]["name"] == s["spec"]["nodeName"] and s["spec"]["devices"]
 
-        # The stack installs the example DeviceClass itself (the `deviceclass` one-shot).
+        # The stack installs the example DeviceClass itself (the drivers' --install-device-class).
         dc = json.loads(_kubectl(kubeconfig, "get", "deviceclass", EXAMPLE_DRIVER, "-o", "json").stdout)
         assert f'device.driver == "{EXAMPLE_DRIVER}"' in dc["spec"]["selectors"][0]["cel"]["expression"]
 

@@ -399,9 +399,15 @@ def test_extended_resource(cluster):
         "requestMappings": [{"containerName": "ctr", "resourceName": "example.com/gpu",
                              "requestName": "container-0-request-0"}]}
     assert claim_states(s, ns) == {m["name"]: "allocated,reserved"}
-    # Owned by the pod: deleted with it.
+    # The kubelet prepares the special claim like any other and gives the device to the mapped container.
+    cdi = cdi_file(s, node, m["uid"])
+    assert cdi.is_file()
+    assert wait_for(lambda: prepared_message(s, ns, "gpu-pod"), 30, what="PreparedDynamicResources") == [
+        f'container "ctr": CDI devices gpu.example.com/gpu={r["device"]}']
+    # Owned by the pod: deleted with it, after the device is unprepared.
     kubectl(s, "-n", ns, "delete", "pod", "gpu-pod", "--timeout=60s")
     wait_for(lambda: not claims(s, ns), 30, what="the extended-resource claim to be deleted with its pod")
+    assert not cdi.exists()
 
 
 def test_quota(cluster):

@@ -111,6 +111,7 @@ class APIServer:
         app = web.Application(client_max_size=codec.MAX_BODY + 1024 * 1024, middlewares=[self._middleware])
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
         app.on_startup.append(self._on_startup)
+        app.on_shutdown.append(self._on_shutdown)
         app.on_cleanup.append(self._on_cleanup)
         return app
 
@@ -118,6 +119,10 @@ class APIServer:
         self._seed_namespaces()
         self._compactor = asyncio.create_task(self._compact_loop())
         self.ready = True
+
+    async def _on_shutdown(self, _app: web.Application) -> None:
+        self.ready = False
+        self.watch.close_all()
 
     async def _on_cleanup(self, _app: web.Application) -> None:
         if self._compactor:

@@ -39,6 +39,7 @@ class Watcher:
         self.backlog: deque[tuple[str, Event]] = deque()
         self.wakeup = asyncio.Event()
         self.overflow = False
+        self.closed = False  # the server is shutting down: end the stream
 
     def selects(self, name: str, obj: Obj | None) -> bool:
         if obj is None or (self.prefix and not name.startswith(self.prefix)):
@@ -75,6 +76,14 @@ class WatchHandler:
         self.store = store
         self.bookmark_interval = bookmark_interval
         self.on_watchers = on_watchers
+        self.open: set[Watcher] = set()
+
+    def close_all(self) -> None:
+        """End every open stream cleanly (clients see the response end and re-watch elsewhere), as
+        kube-apiserver does on shutdown; otherwise graceful shutdown waits for each watch's timeout."""
+        for w in self.open:
+            w.closed = True
+            w.wakeup.set()
 
     async def serve(self, request: web.Request, call: Call, accept: codec.Accept,
                     table: Callable[[Kind, list[Obj], bool], Obj] | None) -> web.StreamResponse:
@@ -125,6 +134,7 @@ class WatchHandler:
         bucket = kind.storage_bucket
         # Subscribe and take the starting point in one tick: nothing can slip in between.
         self.store.subscribe(bucket, watcher)
+        self.open.add(watcher)
         self.on_watchers(kind, 1)
         replay: list[tuple[str, Event]] = []
         error: Obj | None = None
@@ -169,6 +179,7 @@ class WatchHandler:
             pass
         finally:
             self.store.unsubscribe(bucket, watcher)
+            self.open.discard(watcher)
             self.on_watchers(kind, -1)
         return resp
 
@@ -187,7 +198,7 @@ class WatchHandler:
             except TimeoutError:
                 pass
             watcher.wakeup.clear()
-            if watcher.overflow:
+            if watcher.overflow or watcher.closed:
                 return
             out = bytearray()
             while watcher.backlog:

@@ -44,6 +44,7 @@ from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
 from typing import Any
 
+import aiohttp
 import grpc
 
 from dramock.client.rest import APIStatusError, Client, resource_path
@@ -497,12 +498,13 @@ async def install_device_class(server: str, driver: str = DEFAULT_DRIVER) -> Non
         await client.close()
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m dramock.kubelet.exampledriver", description=__doc__.splitlines()[0])
-    p.add_argument("--server", required=True)
+def add_driver_flags(p: argparse.ArgumentParser) -> None:
+    """The example driver's flags, shared by `dramock example-driver` and `python -m dramock.kubelet.exampledriver`."""
+    p.add_argument("--kubeconfig", default="", help="kubeconfig naming the server")
+    p.add_argument("--server", default="", help="server URL (instead of --kubeconfig)")
     p.add_argument("--node-name", required=True)
     p.add_argument("--driver", default=DEFAULT_DRIVER)
-    p.add_argument("--devices", type=int, default=4, help="number of GPUs")
+    p.add_argument("--devices", type=int, default=8, help="number of GPUs")
     p.add_argument("--model", default=DeviceConfig.model)
     p.add_argument("--memory-gi", type=int, default=DeviceConfig.memory_gi, help="memory per GPU in GiB")
     p.add_argument("--partitions", type=int, default=0,
@@ -516,13 +518,42 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plugins-registry-dir", default="")
     p.add_argument("--plugins-dir", default="")
     p.add_argument("--cdi-dir", default="", help="where CDI spec files go (default <root-dir>/cdi)")
-    args = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    p.add_argument("--install-device-class", action="store_true",
+                   help="create the DeviceClass named after the driver (selecting its devices) unless it exists")
+    p.add_argument("-v", "--v", type=int, default=0, dest="verbosity", help="log verbosity; 4+ = debug")
+
+
+async def _install_when_reachable(server: str, driver: str) -> None:
+    """The server may still be starting (compose starts the driver as soon as its kubelet runs)."""
+    for _ in range(600):
+        try:
+            return await install_device_class(server, driver)
+        except (aiohttp.ClientError, OSError):
+            await asyncio.sleep(0.1)
+    await install_device_class(server, driver)
+
+
+async def run_from_args(server: str, args: argparse.Namespace) -> None:
+    if args.install_device_class:
+        await _install_when_reachable(server, args.driver)
     cfg = DeviceConfig(gpus=args.devices, model=args.model, memory_gi=args.memory_gi, partitions=args.partitions,
                        shared=args.shared_devices)
-    asyncio.run(run_driver(args.server, args.node_name, args.driver, args.devices, args.root_dir,
-                           args.plugins_registry_dir, args.plugins_dir, config=cfg, config_file=args.config,
-                           cdi_dir=args.cdi_dir, resync_seconds=args.resync_seconds))
+    await run_driver(server, args.node_name, args.driver, args.devices, args.root_dir, args.plugins_registry_dir,
+                     args.plugins_dir, config=cfg, config_file=args.config, cdi_dir=args.cdi_dir,
+                     resync_seconds=args.resync_seconds)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from dramock.kubelet.kubelet import server_url
+
+    p = argparse.ArgumentParser(prog="python -m dramock.kubelet.exampledriver", description=__doc__.splitlines()[0])
+    add_driver_flags(p)
+    args = p.parse_args(argv)
+    if not args.kubeconfig and not args.server:
+        p.error("one of --kubeconfig or --server is required")
+    logging.basicConfig(level=logging.DEBUG if args.verbosity >= 4 else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    asyncio.run(run_from_args(server_url(args.server, args.kubeconfig), args))
     return 0
 
 

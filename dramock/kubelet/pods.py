@@ -41,6 +41,8 @@ EVENT_FAILED_UNPREPARE = "FailedUnprepareDynamicResources"
 EVENT_PREPARED = "PreparedDynamicResources"
 COMPLETE_AFTER_ANNOTATION = "dramock.io/complete-after-seconds"
 EXIT_CODE_ANNOTATION = "dramock.io/exit-code"
+# Pod claim names are DNS labels, so this key never collides with one.
+EXTENDED_POD_CLAIM = "<extended resources>"
 RETRY_INTERVAL = 1.0  # resync of pods waiting on the API (claims not allocated/reserved yet)
 BACKOFF_INITIAL = 0.5  # driver failures: 0.5 s, 1 s, 2 s, ... up to BACKOFF_MAX
 BACKOFF_MAX = 30.0
@@ -65,16 +67,30 @@ class PreparedClaim:
 
 
 def pod_claim_names(pod: Obj) -> list[tuple[str, str | None]]:
-    """(pod claim name, ResourceClaim name or None while its generated claim is not known yet)."""
-    statuses = {s.get("name"): s.get("resourceClaimName")
-                for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
+    """(pod claim name, ResourceClaim name or None while its generated claim is not known yet); the claim the
+    scheduler created for DRA-backed extended resources (KEP-5004) comes last, under EXTENDED_POD_CLAIM."""
+    status = pod.get("status") or {}
+    statuses = {s.get("name"): s.get("resourceClaimName") for s in status.get("resourceClaimStatuses") or []}
     out = []
     for pc in (pod.get("spec") or {}).get("resourceClaims") or []:
         if pc.get("resourceClaimName"):
             out.append((pc["name"], pc["resourceClaimName"]))
         else:
             out.append((pc["name"], statuses.get(pc["name"])))
+    extended = (status.get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
+    if extended:
+        out.append((EXTENDED_POD_CLAIM, extended))
     return out
+
+
+def container_claim_refs(pod: Obj, container: Obj) -> list[tuple[str, str | None]]:
+    """(pod claim name, request or None) for each claim a container uses: its resources.claims, and the
+    requests of the extended-resource claim mapped to it in status.extendedResourceClaimStatus."""
+    refs = [(r.get("name"), r.get("request")) for r in (container.get("resources") or {}).get("claims") or []]
+    ext = (pod.get("status") or {}).get("extendedResourceClaimStatus") or {}
+    refs += [(EXTENDED_POD_CLAIM, m.get("requestName")) for m in ext.get("requestMappings") or []
+             if m.get("containerName") == container.get("name")]
+    return refs
 
 
 def _phase(pod: Obj) -> str:
@@ -317,11 +333,10 @@ class PodManager:
         spec = pod.get("spec") or {}
         for container in (spec.get("initContainers") or []) + (spec.get("containers") or []):
             ids: list[str] = []
-            for ref in (container.get("resources") or {}).get("claims") or []:
-                pc = self.prepared.get(uid_by_name.get(by_pod_claim.get(ref.get("name")) or "", ""))
+            for pod_claim, request in container_claim_refs(pod, container):
+                pc = self.prepared.get(uid_by_name.get(by_pod_claim.get(pod_claim) or "", ""))
                 if pc is None:
                     continue
-                request = ref.get("request")
                 for driver in sorted(pc.devices):
                     for d in pc.devices[driver]:
                         if request and not any(rn == request or rn.startswith(request + "/")

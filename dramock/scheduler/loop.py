@@ -666,8 +666,9 @@ class Scheduler:
         if ext.get("resourceClaimName") and self.gates.enabled("DRAExtendedResource"):
             claim = self.claim(ns, ext["resourceClaimName"])
             # A special claim written by an earlier attempt is reused; a missing one is created anew.
-            if claim is not None and any(r.get("uid") == pod["metadata"].get("uid") and r.get("controller")
-                                         for r in claim["metadata"].get("ownerReferences") or []):
+            if claim is not None and not claim["metadata"].get("deletionTimestamp") and any(
+                    r.get("uid") == pod["metadata"].get("uid") and r.get("controller")
+                    for r in claim["metadata"].get("ownerReferences") or []):
                 claims.append(claim)
         return claims
 
@@ -855,11 +856,18 @@ class Scheduler:
             self._count_attempt("error")
             for c, _ in new_allocs:
                 self.in_flight.pop(c["metadata"]["uid"], None)
-            self.assumed_pods.pop(uid, None)
             log.info("pod %s: binding to %s failed: %s", key, node, e)
-            await self._unreserve(ns, written, uid, allocated_here)
-            if created is not None:
-                await self._delete_special_claim(created, status_written, pod)
+            # The pod stays assumed (not queued again by its own status updates) until this is undone.
+            try:
+                if await self._bound_elsewhere(ns, name, uid, e):
+                    # Another scheduler bound it, relying on these claims' reservations: keep them.
+                    log.info("pod %s was bound by another scheduler; its reservations stay", key)
+                    return
+                await self._unreserve(ns, written, uid, allocated_here)
+                if created is not None:
+                    await self._delete_special_claim(created, status_written, pod)
+            finally:
+                self.assumed_pods.pop(uid, None)
             current = self.pods.get(ns, name)
             if current is not None and current["metadata"].get("uid") == uid and self._wants(current):
                 await self._failed(pod, f"Binding rejected: {e}", condition=False)
@@ -876,6 +884,16 @@ class Scheduler:
         self.attempts.pop(key, None)
         log.info("pod %s bound to %s", key, node)
         await self._event(pod, "Normal", "Scheduled", f"Successfully assigned {ns}/{name} to {node}")
+
+    async def _bound_elsewhere(self, ns: str, name: str, uid: str, e: BaseException) -> bool:
+        """After a 409 from pods/binding: whether the pod (this very pod) already has a node."""
+        if not isinstance(e, APIStatusError) or e.code != 409:
+            return False
+        try:
+            current = await self.client.request("GET", resource_path("", "v1", "pods", ns, name))
+        except (APIStatusError, aiohttp.ClientError, asyncio.TimeoutError):
+            return False
+        return current["metadata"].get("uid") == uid and bool((current.get("spec") or {}).get("nodeName"))
 
     async def _create_special_claim(self, pod: Obj, special: Obj) -> Obj:
         ns = pod["metadata"].get("namespace", "")
