@@ -1,7 +1,7 @@
 """Scheduling throughput and latency of DRA pods, in the shape of upstream's scheduler_perf DRA workloads.
 
     python bench/scheduler.py [--nodes 500] [--devices 10] [--pods 5000] [--concurrency 16]
-                              [--steady-seconds 60] [--steady-pods N] [--steady-rate 50] [--profile-scheduler]
+                              [--steady-seconds 60] [--steady-pods N] [--steady-rate 50] [--profile COMPONENT]
 
 End to end through real processes on loopback: `python -m dramock apiserver` (temporary data dir),
 `python -m dramock controller-manager` (generates the pods' ResourceClaims from the template) and
@@ -295,7 +295,7 @@ async def steady(s: aiohttp.ClientSession, url: str, watch: PodWatch, args: argp
 
 # ---------------------------------------------------------------- main
 
-def start_components(tmp: str, url: str, port: int, profile: bool) -> list[tuple[str, subprocess.Popen]]:
+def start_components(tmp: str, url: str, port: int, profile: str) -> list[tuple[str, subprocess.Popen]]:
     kubeconfig = os.path.join(tmp, "kubeconfig")
     with open(kubeconfig, "w", encoding="utf-8") as f:
         f.write(subprocess.run([sys.executable, "-m", "dramock", "kubeconfig", "--server", url],
@@ -305,15 +305,15 @@ def start_components(tmp: str, url: str, port: int, profile: bool) -> list[tuple
         log = open(os.path.join(tmp, f"{name}.log"), "wb")  # noqa: SIM115 - closed with the process
         return name, subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
 
-    procs = [spawn("apiserver", [sys.executable, "-m", "dramock", "apiserver", "--port", str(port),
-                                 "--data-dir", os.path.join(tmp, "data")])]
-    procs.append(spawn("controller-manager", [sys.executable, "-m", "dramock", "controller-manager",
-                                              "--kubeconfig", kubeconfig]))
-    sched = [sys.executable, "-m", "dramock", "scheduler", "--server", url]
-    if profile:
-        sched = [sys.executable, "-m", "cProfile", "-o", os.path.join(tmp, "scheduler.prof"), "-m", "dramock",
-                 "scheduler", "--server", url]
-    procs.append(spawn("scheduler", sched))
+    def dramock(name: str, *args: str) -> list[str]:
+        if name != profile:
+            return [sys.executable, "-m", "dramock", name, *args]
+        return [sys.executable, "-m", "cProfile", "-o", os.path.join(tmp, f"{name}.prof"), "-m", "dramock", name,
+                *args]
+
+    procs = [spawn("apiserver", dramock("apiserver", "--port", str(port), "--data-dir", os.path.join(tmp, "data")))]
+    procs.append(spawn("controller-manager", dramock("controller-manager", "--kubeconfig", kubeconfig)))
+    procs.append(spawn("scheduler", dramock("scheduler", "--server", url)))
     return procs
 
 
@@ -369,8 +369,8 @@ def main() -> None:
                    help="pods kept during steady state (default: half of the devices, at most --pods)")
     p.add_argument("--steady-rate", type=float, default=50, help="pods deleted and created per second")
     p.add_argument("--timeout", type=float, default=900, help="seconds to wait for pods to be bound")
-    p.add_argument("--profile-scheduler", action="store_true",
-                   help="run the scheduler under cProfile and print its top functions")
+    p.add_argument("--profile", default="", choices=("", "apiserver", "controller-manager", "scheduler"),
+                   help="run this component under cProfile and print its top functions")
     p.add_argument("--keep-logs", action="store_true", help="print the temp dir and keep it (component logs)")
     args = p.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the components are stopped too
@@ -379,7 +379,7 @@ def main() -> None:
     tmp = tempfile.mkdtemp(prefix="dramock-sched-bench-")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    procs = start_components(tmp, url, port, args.profile_scheduler)
+    procs = start_components(tmp, url, port, args.profile)
     try:
         rows = asyncio.run(run(args, tmp, procs, url))
     except BaseException:
@@ -409,17 +409,17 @@ def main() -> None:
         print(f"{name:<48}{bound:>12}{r['ops']:>9.1f}{r['p50']:>10.0f}{r['p99']:>10.0f}   {cpus}")
     print(f"(pods/s = pods bound / first create to last bind; latency = POST to bind seen on a watch; "
           f"upstream CI minimum for SchedulingWithResourceClaimTemplate: {UPSTREAM_MIN:g} pods/s)")
-    if args.profile_scheduler:
+    if args.profile:
         import pstats
 
-        path = os.path.join(tmp, "scheduler.prof")
+        path = os.path.join(tmp, f"{args.profile}.prof")
         if os.path.exists(path):
-            print("\nscheduler profile (whole run, by cumulative time):")
+            print(f"\n{args.profile} profile (whole run, by cumulative time):")
             pstats.Stats(path).sort_stats("cumulative").print_stats(30)
-            print("scheduler profile (by own time):")
+            print(f"{args.profile} profile (by own time):")
             pstats.Stats(path).sort_stats("tottime").print_stats(25)
         else:
-            print("(no scheduler profile written)")
+            print(f"(no {args.profile} profile written)")
     if args.keep_logs:
         print(f"component logs in {tmp}")
     else:

@@ -582,3 +582,85 @@ def test_kep4381_partial_gpu_2gi(tmp_path):
         assert not node_of(c, "device-consumer-2")
     finally:
         stop_cluster(c)
+
+
+# ---------------------------------------------------------------- KEP-5004: extended resources backed by DRA
+
+
+def test_kep5004_demo_pod_on_dra_node_and_device_plugin_node(plain: Cluster):
+    """The motivating example: DeviceClass gpu.example.com with extendedResourceName example.com/gpu, a node
+    whose driver publishes gpu-0..gpu-7 and a node whose device plugin advertises `example.com/gpu: 2`. The
+    Deployment's pod (`example.com/gpu: 1`, created here as the pods its ReplicaSet would create) runs unmodified
+    on either: on the DRA node the scheduler allocates 1 of the 8 GPUs through a claim it creates, leaving 7 for
+    extended-resource pods and ResourceClaims alike; on the device-plugin node it is fitted the classic way."""
+    c = plain
+    dra_node, dp_node = "gke-drabeta-n1-standard-4-2xt4-346fe653-zrw2", "gke-drabeta-n1-standard-4-2xt4-346fe653-xyz8"
+    for name, extra in ((dra_node, {}), (dp_node, {"example.com/gpu": "2"})):
+        capacity = {"cpu": "4", "ephemeral-storage": "101430960Ki", "hugepages-1Gi": "0", "hugepages-2Mi": "0",
+                    "memory": "15335536Ki", "pods": "110", **extra}
+        create(c, "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+                                    "status": {"capacity": capacity, "allocatable": capacity,
+                                               "conditions": [{"type": "Ready", "status": "True"}]}})
+    # The KEP's class selects on a `type` attribute its slice does not show: the devices carry it here.
+    create(c, f"{R}/deviceclasses", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.example.com"},
+        "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com' && "
+                                                      "device.attributes['gpu.example.com'].type == 'gpu'"}}],
+                 "extendedResourceName": "example.com/gpu"}})
+    publish(c, {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                "metadata": {"name": f"{dra_node}-gpu.coqj92d"},
+                "spec": {"driver": "gpu.example.com", "nodeName": dra_node,
+                         "pool": {"name": dra_node, "generation": 1, "resourceSliceCount": 1},
+                         "devices": [{"name": f"gpu-{i}", "attributes": {"type": {"string": "gpu"}}}
+                                     for i in range(8)]}})
+
+    def demo(name: str) -> dict:
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS,
+                                                                 "labels": {"app": "demo"}},
+                "spec": {"containers": [{"name": "demo", "image": "nvidia/cuda:8.0-runtime",
+                                         "command": ["/bin/sh", "-c"], "args": ["nvidia-smi && tail -f /dev/null"],
+                                         "resources": {"limits": {"example.com/gpu": "1"}}}]}}
+
+    def special_claims() -> dict[str, dict]:
+        out = {}
+        for cl in get(c, f"{R}/namespaces/{NS}/resourceclaims")["items"]:
+            if (cl["metadata"].get("annotations") or {}).get("resource.kubernetes.io/extended-resource-claim"):
+                out[cl["metadata"]["ownerReferences"][0]["name"]] = cl
+        return out
+
+    # Nine demo pods and one ResourceClaim for a GPU of the same class: 8 DRA GPUs + 2 device-plugin GPUs.
+    names = [f"demo-{i}" for i in range(9)]
+    for n in names:
+        create(c, f"/api/v1/namespaces/{NS}/pods", demo(n))
+    run_pod(c, "claim-user", claim("one-gpu", "gpu.example.com"))
+    nodes = {n: wait_for(lambda n=n: node_of(c, n), 30, what=f"{n} bound") for n in names}
+    wait_for(lambda: node_of(c, "claim-user"), 30, what="claim-user bound")
+    on_dp = sorted(n for n, node in nodes.items() if node == dp_node)
+    on_dra = sorted(n for n, node in nodes.items() if node == dra_node)
+    assert len(on_dp) == 2 and len(on_dra) == 7, nodes
+
+    specials = special_claims()
+    assert sorted(specials) == on_dra  # device-plugin pods get no claim
+    taken = []
+    for n in on_dra:
+        cl, p = specials[n], get_pod(c, n)
+        [r] = cl["status"]["allocation"]["devices"]["results"]
+        assert (r["request"], r["driver"], r["pool"]) == ("container-0-request-0", "gpu.example.com", dra_node)
+        taken.append(r["device"])
+        assert cl["status"]["reservedFor"] == [{"resource": "pods", "name": n, "uid": p["metadata"]["uid"]}]
+        assert p["status"]["extendedResourceClaimStatus"] == {
+            "resourceClaimName": cl["metadata"]["name"],
+            "requestMappings": [{"containerName": "demo", "resourceName": "example.com/gpu",
+                                 "requestName": "container-0-request-0"}]}
+    for n in on_dp:
+        assert "extendedResourceClaimStatus" not in get_pod(c, n)["status"]
+    [r] = get_claim(c, "one-gpu")["status"]["allocation"]["devices"]["results"]
+    taken.append(r["device"])
+    assert sorted(taken) == [f"gpu-{i}" for i in range(8)]  # every GPU once: claims and extended resources share
+
+    # All ten GPUs are in use: one more demo pod fits nowhere.
+    create(c, f"/api/v1/namespaces/{NS}/pods", demo("demo-extra"))
+    ev = wait_for(lambda: events(c, "demo-extra", "FailedScheduling"), 30, what="FailedScheduling for demo-extra")
+    assert ev[-1]["message"] == ("0/2 nodes are available: 1 Insufficient example.com/gpu, "
+                                 "1 cannot allocate all claims."), ev[-1]
+    assert "demo-extra" not in special_claims()

@@ -27,9 +27,9 @@ CLASS = "gpu.example.com"
 
 def fake_allocate(inp: AllocationInput) -> AllocationOutcome:
     """Devices of the node's slices that no allocated or in-flight claim uses, one per request (count)."""
-    used = {(r["driver"], r["pool"], r["device"])
-            for c in inp.allocated + inp.in_flight
-            for r in ((c.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results", [])}
+    used = inp.allocated_devices.exclusive if inp.allocated_devices is not None else {
+        (r["driver"], r["pool"], r["device"]) for c in inp.allocated + inp.in_flight
+        for r in ((c.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results", [])}
     node = inp.node["metadata"]["name"] if inp.node else None
     free = [(s["spec"]["driver"], s["spec"]["pool"]["name"], d["name"])
             for s in inp.slices if s["spec"].get("nodeName") == node for d in s["spec"].get("devices") or []]
@@ -396,3 +396,49 @@ def test_binding_failure_is_undone_and_retried(cluster: Server, ns: str):
     finally:
         sched.close()
     assert sched.error is None
+
+
+def test_post_filter_deallocates_a_claim_allocated_elsewhere(cluster: Server, ns: str):
+    """A claim allocated on node-2 and reserved for nobody, used by a pod that must run on node-1: the first
+    attempt finds the claim unavailable on node-1 (and node-2 ruled out by the selector), PostFilter deallocates
+    the claim, and the next attempt allocates it on node-1 and binds there."""
+    base = f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims"
+    c = create(cluster, base, claim(ns, "moved"))
+    c["status"] = {"allocation": {
+        "devices": {"results": [{"request": "gpu", "driver": CLASS, "pool": "node-2", "device": "gpu-7"}]},
+        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": ["node-2"]}]}]}}}
+    code, _, body = cluster.request("PUT", f"{base}/moved/status", c)
+    assert code == 200, body
+    create(cluster, f"/api/v1/namespaces/{ns}/pods",
+           pod(ns, "pinned", [{"name": "gpu", "resourceClaimName": "moved"}],
+               nodeSelector={"kubernetes.io/hostname": "node-1"}))
+    assert wait_for(lambda: node_of(cluster, ns, "pinned"), 30, what="pinned bound") == "node-1"
+    ev = events(cluster, ns, "pinned", "FailedScheduling")
+    assert ev and ev[0]["message"] == ("0/2 nodes are available: 1 node(s) didn't match Pod's node "
+                                       "affinity/selector, 1 resourceclaim not available on the node."), ev
+    got = get(cluster, f"{base}/moved")["status"]
+    [r] = got["allocation"]["devices"]["results"]
+    assert (r["pool"], r["driver"]) == ("node-1", CLASS)
+    assert [x["name"] for x in got["reservedFor"]] == ["pinned"]
+
+
+def test_post_filter_leaves_a_claim_in_use_alone(cluster: Server, ns: str):
+    """The same, but the claim is reserved for a running pod on node-2: nothing is deallocated and the pinned
+    pod stays Unschedulable."""
+    base = f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims"
+    create(cluster, base, claim(ns, "busy"))
+    create(cluster, f"/api/v1/namespaces/{ns}/pods",
+           pod(ns, "user", [{"name": "gpu", "resourceClaimName": "busy"}],
+               nodeSelector={"kubernetes.io/hostname": "node-2"}))
+    assert wait_for(lambda: node_of(cluster, ns, "user"), 30, what="user bound") == "node-2"
+    before = get(cluster, f"{base}/busy")["status"]["allocation"]
+    create(cluster, f"/api/v1/namespaces/{ns}/pods",
+           pod(ns, "pinned", [{"name": "gpu", "resourceClaimName": "busy"}],
+               nodeSelector={"kubernetes.io/hostname": "node-1"}))
+    ev = wait_for(lambda: events(cluster, ns, "pinned", "FailedScheduling"), 30, what="FailedScheduling")
+    assert ev[0]["message"] == ("0/2 nodes are available: 1 node(s) didn't match Pod's node "
+                                "affinity/selector, 1 resourceclaim not available on the node."), ev
+    got = get(cluster, f"{base}/busy")["status"]
+    assert got["allocation"] == before and [x["name"] for x in got["reservedFor"]] == ["user"]
+    assert node_of(cluster, ns, "pinned") is None

@@ -119,6 +119,10 @@ class ResourceClaimController:
         # Claims this controller created, until the claim informer has them (upstream's claimCache.Mutation).
         self.created: dict[tuple[str, str], Obj] = {}
         self.creates = {"success": 0, "failure": 0}
+        # Indexes, so an event does not scan the namespace: pods naming a claim in spec.resourceClaims
+        # ((ns, claim) -> pod names), and claims by their controlling pod's uid.
+        self.pods_using: dict[tuple[str, str], set[str]] = {}
+        self.claims_of_pod: dict[str, set[str]] = {}
         self.pods.add_handler(self._on_pod)
         self.claims.add_handler(self._on_claim)
 
@@ -146,6 +150,15 @@ class ResourceClaimController:
         if not claims:
             return
         ns = pod["metadata"]["namespace"]
+        for pc in claims:
+            if pc.get("resourceClaimName"):
+                users = self.pods_using.setdefault((ns, pc["resourceClaimName"]), set())
+                if deleted:
+                    users.discard(pod["metadata"]["name"])
+                    if not users:
+                        del self.pods_using[ns, pc["resourceClaimName"]]
+                else:
+                    users.add(pod["metadata"]["name"])
         if deleted or is_pod_done(pod):
             # Release the reservations of a pod that will not run (any more).
             for pc in claims:
@@ -162,20 +175,27 @@ class ResourceClaimController:
     def _on_claim(self, type_: str, claim: Obj, _old: Obj | None) -> None:
         m = claim["metadata"]
         ns = m["namespace"]
+        pod_name, pod_uid = owning_pod(claim)
+        if pod_uid:
+            owned = self.claims_of_pod.setdefault(pod_uid, set())
+            if type_ == "DELETED":
+                owned.discard(m["name"])
+                if not owned:
+                    del self.claims_of_pod[pod_uid]
+            else:
+                owned.add(m["name"])
         if type_ == "DELETED":
             # Re-create a generated claim someone deleted while its pod still needs it.
-            pod_name, _ = owning_pod(claim)
             if pod_name:
                 self.queue.add(("pod", ns, pod_name))
             return
         self.created.pop((ns, m["name"]), None)
         self.queue.add(("claim", ns, m["name"]))
         # A pod bound to a node waits for its claim's allocation to be reserved.
-        for pod in self.pods.list(ns):
-            if (pod.get("spec") or {}).get("nodeName") and any(
-                    pc.get("resourceClaimName") == m["name"] for pc in pod["spec"].get("resourceClaims") or []):
-                self.queue.add(("pod", ns, pod["metadata"]["name"]))
-        pod_name, _ = owning_pod(claim)
+        for user in sorted(self.pods_using.get((ns, m["name"]), ())):
+            pod = self.pods.get(ns, user)
+            if pod is not None and (pod.get("spec") or {}).get("nodeName"):
+                self.queue.add(("pod", ns, user))
         if pod_name:
             self.queue.add(("pod", ns, pod_name))
 
@@ -270,7 +290,8 @@ class ResourceClaimController:
     def _find_pod_claim(self, pod: Obj, pc: Obj) -> Obj | None:
         """A claim created for this pod claim earlier whose name did not make it into the pod status."""
         ns = pod["metadata"]["namespace"]
-        candidates = {c["metadata"]["name"]: c for c in self.claims.list(ns)}
+        candidates = {name: c for name in self.claims_of_pod.get(pod["metadata"].get("uid", ""), ())
+                      if (c := self.claims.get(ns, name)) is not None}
         for (cns, cname), c in self.created.items():
             if cns == ns:
                 candidates.setdefault(cname, c)

@@ -36,11 +36,11 @@ import uuid
 from fractions import Fraction
 from typing import Any
 
-from dramock.scheduler.types import AllocationInput, AllocationOutcome, Obj
+from dramock.scheduler.types import AllocatedDevices, AllocationInput, AllocationOutcome, Obj
 from dramock.schemas import cel
 from dramock.schemas.quantity import Quantity
 
-__all__ = ["ALLOCATION_RESULTS_MAX_SIZE", "allocate", "clear_caches"]
+__all__ = ["ALLOCATION_RESULTS_MAX_SIZE", "allocate", "allocated_devices", "clear_caches", "holding"]
 
 ALLOCATION_RESULTS_MAX_SIZE = 32  # resourceapi.AllocationResultsMaxSize
 _BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
@@ -322,6 +322,38 @@ class _Constraint:
 # ============================================================================ the allocator
 
 
+def holding(result: Obj) -> tuple[tuple, bool | None, tuple]:
+    """What one allocation result holds: (device id, exclusive? (None for adminAccess: nothing), consumed
+    capacity items ((driver, name), amount) of a consumable share)."""
+    did = (result.get("driver", ""), result.get("pool", ""), result.get("device", ""))
+    if result.get("adminAccess"):
+        return did, None, ()
+    if not result.get("shareID"):
+        return did, True, ()
+    return did, False, tuple((_fq(k, did[0]), _qty(v)) for k, v in (result.get("consumedCapacity") or {}).items())
+
+
+def allocated_devices(allocated: list[Obj], in_flight: list[Obj]) -> AllocatedDevices:
+    """What the claims' allocation results hold (adminAccess results hold nothing)."""
+    held = AllocatedDevices()
+    for claims in (allocated, in_flight):
+        for claim in claims:
+            status = claim.get("status")
+            alloc = status.get("allocation") if status else None
+            devices = alloc.get("devices") if alloc else None
+            for r in (devices.get("results") or ()) if devices else ():
+                did, exclusive, caps = holding(r)
+                if exclusive is None:
+                    continue
+                held.consuming.add(did)
+                if exclusive:
+                    held.exclusive.add(did)
+                agg = held.capacity.setdefault(did, {}) if caps else None
+                for k, v in caps:
+                    agg[k] = agg.get(k, Fraction(0)) + v
+    return held
+
+
 class _Allocator:
     def __init__(self, inp: AllocationInput):
         self.inp = inp
@@ -337,10 +369,12 @@ class _Allocator:
         self.node_name = ((inp.node or {}).get("metadata") or {}).get("name", "")
         self.deadline = inp.deadline
         self.steps = 0
-        # Allocated state (written + in-flight).
-        self.allocated: set[tuple] = set()
-        self.allocated_any: set[tuple] = set()  # exclusive or shared: consumes its counters
-        self.allocated_capacity: dict[tuple, dict[tuple, Fraction]] = {}
+        # Allocated state (written + in-flight), read-only here.
+        held = inp.allocated_devices if inp.allocated_devices is not None else allocated_devices(
+            inp.allocated, inp.in_flight)
+        self.allocated: set[tuple] = held.exclusive
+        self.allocated_any: set[tuple] = held.consuming  # exclusive or shared: consumes its counters
+        self.allocated_capacity: dict[tuple, dict[tuple, Fraction]] = held.capacity
         # Search state.
         self.allocating: dict[tuple, set[int]] = {}
         self.allocating_any: dict[tuple, int] = {}  # device -> number of tentative results (counters)
@@ -359,26 +393,6 @@ class _Allocator:
 
     # ------------------------------------------------------------------ input
 
-    def gather_allocated(self) -> None:
-        allocated, allocated_any, capacity = self.allocated, self.allocated_any, self.allocated_capacity
-        for claims in (self.inp.allocated, self.inp.in_flight):
-            for claim in claims:
-                status = claim.get("status")
-                alloc = status.get("allocation") if status else None
-                devices = alloc.get("devices") if alloc else None
-                for r in (devices.get("results") or ()) if devices else ():
-                    if r.get("adminAccess"):
-                        continue
-                    did = (r.get("driver", ""), r.get("pool", ""), r.get("device", ""))
-                    allocated_any.add(did)
-                    if r.get("shareID"):
-                        agg = capacity.setdefault(did, {})
-                        for name, v in (r.get("consumedCapacity") or {}).items():
-                            k = _fq(name, did[0])
-                            agg[k] = agg.get(k, Fraction(0)) + _qty(v)
-                    else:
-                        allocated.add(did)
-
     def slices_of_pool(self, pid: tuple) -> list[Obj]:
         """All slices of a pool, any node and generation (index built on first use)."""
         if self._all_by_pool is None:
@@ -392,7 +406,7 @@ class _Allocator:
     def gather_pools(self) -> None:
         by_pool: dict[tuple, list[Obj]] = {}  # node-relevant slices, newest generation
         node, node_name, partitionable = self.node, self.node_name, self.partitionable
-        for s in self.inp.slices:
+        for s in self.inp.node_slices if self.inp.node_slices is not None else self.inp.slices:
             spec = s.get("spec") or {}
             slice_node = spec.get("nodeName")
             if slice_node:
@@ -1067,7 +1081,6 @@ class _Allocator:
         return out
 
     def run(self) -> AllocationOutcome:
-        self.gather_allocated()
         self.gather_pools()
         self.prepare()
         if not self.claim_step(0):

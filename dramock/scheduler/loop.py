@@ -40,7 +40,8 @@ import aiohttp
 
 from dramock.client.informer import Informer
 from dramock.client.rest import APIStatusError, Client, resource_path
-from dramock.scheduler import extended
+from dramock.scheduler import extended, filtercache
+from dramock.scheduler.state import HeldDevices, NodeUsage, TrackedDict
 from dramock.scheduler.types import AllocationInput, AllocationOutcome
 from dramock.schemas.featuregates import FeatureGates
 from dramock.schemas.quantity import parse_quantity
@@ -114,10 +115,17 @@ def metrics() -> _Metrics | None:
     return _metrics
 
 
+_plugin_histograms: dict[tuple[str, str], Any] = {}  # labels() costs more than the observation itself
+
+
 def _observe(extension_point: str, status: str, start: float) -> None:
     m = metrics()
     if m is not None:
-        m.plugin_duration.labels(PLUGIN, extension_point, status).observe(time.perf_counter() - start)
+        child = _plugin_histograms.get((extension_point, status))
+        if child is None:
+            child = _plugin_histograms[extension_point, status] = m.plugin_duration.labels(
+                PLUGIN, extension_point, status)
+        child.observe(time.perf_counter() - start)
 
 
 def now_time() -> str:
@@ -129,7 +137,12 @@ class WaitingForClaims(Exception):
 
 
 class Unschedulable(Exception):
-    """PreFilter rejected the pod on every node."""
+    """No node fits the pod. `unavailable`: its allocated claims that some node rejected for their allocation
+    (PostFilter may deallocate one so that the next attempt can allocate it elsewhere)."""
+
+    def __init__(self, message: str, unavailable: list[Obj] | None = None):
+        super().__init__(message)
+        self.unavailable = unavailable or []
 
 
 class BindError(Exception):
@@ -288,15 +301,34 @@ def pod_claim_refs(pod: Obj) -> list[tuple[str, str | None, bool]]:
     return out
 
 
+def feasible_nodes_to_find(num_nodes: int, percentage: int = 0) -> int:
+    """kube-scheduler's numFeasibleNodesToFind with the default adaptive percentageOfNodesToScore: every node
+    below 100, else 50% minus 1% per 125 nodes (at least 5%), and never fewer than 100."""
+    if num_nodes < 100:
+        return num_nodes
+    if percentage <= 0:
+        percentage = max(50 - num_nodes // 125, 5)
+    return max(num_nodes * percentage // 100, 100)
+
+
+def slices_by_node_name(slices: list[Obj]) -> tuple[dict[str, list[Obj]], list[Obj]]:
+    """Node-local slices by spec.nodeName, and the others (nodeSelector, allNodes, per-device selection)."""
+    by_node: dict[str, list[Obj]] = {}
+    unpinned: list[Obj] = []
+    for sl in slices:
+        node_name = (sl.get("spec") or {}).get("nodeName")
+        if node_name:
+            by_node.setdefault(node_name, []).append(sl)
+        else:
+            unpinned.append(sl)
+    return by_node, unpinned
+
+
 def _rv(obj: Obj) -> int:
     try:
         return int(obj["metadata"].get("resourceVersion") or 0)
     except (ValueError, TypeError):
         return 0
-
-
-def _results(claim: Obj) -> list[Obj]:
-    return (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
 
 
 # ---------------------------------------------------------------- the scheduler
@@ -329,9 +361,21 @@ class Scheduler:
         self._moved_during_cycle = False
         # Reserve state: allocations reserved but not yet written (claim uid -> claim with status.allocation),
         # claims written but not yet seen by the informer ((ns, name) -> claim), pods bound in memory.
-        self.in_flight: dict[str, Obj] = {}
-        self.assumed_claims: dict[tuple[str, str], Obj] = {}
-        self.assumed_pods: dict[str, tuple[Obj, str]] = {}  # pod uid -> (pod, node)
+        self.in_flight: dict[str, Obj] = TrackedDict(lambda uid, claim: self.held.in_flight_changed(uid, claim))
+        self.filter_cache = filtercache.FilterCache()
+        self.cluster_generation = 0  # bumped by every slice, class and taint rule event (a filter cache key)
+        self._next_start_node = 0
+        self._pod_requests: dict[str, tuple[str, dict[str, Fraction]]] = {}  # uid -> (resourceVersion, requests)
+        self._allocatable: dict[str, tuple[str, dict[str, Fraction]]] = {}  # node -> (resourceVersion, parsed)
+        self.assumed_claims: dict[tuple[str, str], Obj] = TrackedDict(lambda k, _c: self.held.claim_changed(*k))
+        self.assumed_pods: dict[str, tuple[Obj, str]] = TrackedDict(  # pod uid -> (pod, node)
+            lambda uid, value: self.node_usage.assumed_changed(uid, value))
+        # Incremental views over claims and pods (what each attempt would otherwise recompute from scratch).
+        self.held = HeldDevices(self.claims.get, self.assumed_claims, self.in_flight)
+        self.node_usage = NodeUsage(self._requests_of, self.assumed_pods)
+        self._slices_view: tuple[int, dict[str, list[Obj]], list[Obj], dict[str, list]] | None = None
+        self._nodes_view: list[Obj] | None = None  # sorted by name; None after any node event
+        self._dra_cycles = 0  # Filter durations are recorded for every tenth DRA cycle, as upstream samples
         self._binding: set[asyncio.Task] = set()
         self._last_event: dict[str, tuple[str, float]] = {}  # pod uid -> (message, time)
         self._gated: set[str] = set()  # keys waiting in PreEnqueue (counted as "gated", not "unschedulable")
@@ -345,7 +389,7 @@ class Scheduler:
     @property
     def allocate(self) -> Allocate:
         if self._allocate is None:
-            from dramock.scheduler.allocator import allocate  # the structured-parameters allocator
+            from dramock.scheduler.allocator import allocate
 
             self._allocate = allocate
         return self._allocate
@@ -499,12 +543,14 @@ class Scheduler:
     # ---------------------------------------------------------------- informer events
 
     def _on_pod(self, type_: str, pod: Obj, old: Obj | None) -> None:
+        self.node_usage.pod_changed(pod, type_ == "DELETED")
         m = pod["metadata"]
         key = f"{m.get('namespace', '')}/{m['name']}"
         uid = m.get("uid")
         if type_ == "DELETED":
             self.assumed_pods.pop(uid, None)
             self._last_event.pop(uid, None)
+            self._pod_requests.pop(uid, None)
             self._forget(key)
             if (pod.get("spec") or {}).get("nodeName"):
                 self._move_all("pod deleted")
@@ -546,6 +592,7 @@ class Scheduler:
             (new.get("status") or {}).get("resourceClaimStatuses")
 
     def _on_node(self, type_: str, node: Obj, old: Obj | None) -> None:
+        self._nodes_view = None
         if type_ == "DELETED":
             return
         if old is not None:
@@ -559,6 +606,7 @@ class Scheduler:
     def _on_claim(self, type_: str, claim: Obj, old: Obj | None) -> None:
         m = claim["metadata"]
         k = (m.get("namespace", ""), m["name"])
+        self.held.claim_changed(*k)
         assumed = self.assumed_claims.get(k)
         if assumed is not None and (type_ == "DELETED" or _rv(claim) >= _rv(assumed)
                                     or m.get("uid") != assumed["metadata"].get("uid")):
@@ -569,6 +617,7 @@ class Scheduler:
         self._move_all(f"claim {type_.lower()}")
 
     def _on_cluster_object(self, type_: str, obj: Obj, old: Obj | None) -> None:
+        self.cluster_generation += 1
         if old is not None and type_ != "DELETED" and old.get("spec") == obj.get("spec"):
             return
         self._move_all(f"{obj.get('kind', 'object')} {type_.lower()}")
@@ -578,32 +627,41 @@ class Scheduler:
     def claim(self, ns: str, name: str) -> Obj | None:
         return self.assumed_claims.get((ns, name)) or self.claims.get(ns, name)
 
-    def all_claims(self) -> list[Obj]:
-        out = {(c["metadata"].get("namespace", ""), c["metadata"]["name"]): c for c in self.claims.list()}
-        out.update(self.assumed_claims)
-        return list(out.values())
+    def _requests_of(self, pod: Obj) -> dict[str, Fraction]:
+        """pod_requests, parsed once per pod version (every attempt sums them over all bound pods)."""
+        m = pod["metadata"]
+        cached = self._pod_requests.get(m.get("uid", ""))
+        if cached is not None and cached[0] == m.get("resourceVersion"):
+            return cached[1]
+        requests = pod_requests(pod)
+        self._pod_requests[m.get("uid", "")] = (m.get("resourceVersion"), requests)
+        return requests
+
+    def _allocatable_of(self, node: Obj) -> dict[str, Fraction]:
+        m = node["metadata"]
+        cached = self._allocatable.get(m["name"])
+        if cached is not None and cached[0] == m.get("resourceVersion"):
+            return cached[1]
+        parsed = {k: _q(v) for k, v in ((node.get("status") or {}).get("allocatable") or {}).items()}
+        self._allocatable[m["name"]] = (m.get("resourceVersion"), parsed)
+        return parsed
 
     def _node_usage(self) -> dict[str, tuple[dict[str, Fraction], int]]:
         """Per node: summed requests and pod count of the pods bound (or assumed) there."""
-        usage: dict[str, tuple[dict[str, Fraction], int]] = {}
-        seen: set[str] = set()
+        return self.node_usage.refresh()
 
-        def add(pod: Obj, node: str) -> None:
-            req, n = usage.setdefault(node, ({}, 0))
-            for k, v in pod_requests(pod).items():
-                req[k] = req.get(k, Fraction(0)) + v
-            usage[node] = (req, n + 1)
+    def _slices_by_node(self) -> tuple[dict[str, list[Obj]], list[Obj], dict[str, list]]:
+        """Node-local slices by node, the other slices, and the pools of each node's local slices."""
+        if self._slices_view is None or self._slices_view[0] != self.cluster_generation:
+            by_node, unpinned = slices_by_node_name(self.slices.list())
+            pools = {name: filtercache.pools_of(slices) for name, slices in by_node.items()}
+            self._slices_view = (self.cluster_generation, by_node, unpinned, pools)
+        return self._slices_view[1], self._slices_view[2], self._slices_view[3]
 
-        for pod in self.pods.list():
-            node = (pod.get("spec") or {}).get("nodeName")
-            if not node or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-                continue
-            seen.add(pod["metadata"].get("uid"))
-            add(pod, node)
-        for uid, (pod, node) in self.assumed_pods.items():
-            if uid not in seen:
-                add(pod, node)
-        return usage
+    def _sorted_nodes(self) -> list[Obj]:
+        if self._nodes_view is None:
+            self._nodes_view = sorted(self.nodes.list(), key=lambda n: n["metadata"]["name"])
+        return self._nodes_view
 
     # ---------------------------------------------------------------- one scheduling cycle
 
@@ -633,6 +691,7 @@ class Scheduler:
                 self._count_attempt("unschedulable")
                 await self._failed(pod, str(e))
                 self._to_unschedulable(key, seq)
+                await self._post_filter(pod, e.unavailable)
                 return
             # Reserve.
             start = time.perf_counter()
@@ -708,7 +767,7 @@ class Scheduler:
         dra = bool(claims) or bool(ext_reqs)
         if dra:
             _observe("PreFilter", "Success", t0)
-        nodes = sorted(self.nodes.list(), key=lambda n: n["metadata"]["name"])
+        nodes = self._sorted_nodes()
         if not nodes:
             raise Unschedulable(MSG_NO_NODES)
         usage = self._node_usage()
@@ -716,30 +775,34 @@ class Scheduler:
         reasons: Counter[str] = Counter()
         fits: list[tuple[tuple, str, list[tuple[Obj, Obj]], Obj | None]] = []
         alloc_input: dict[str, Any] | None = None
-        device_count: Counter[str] = Counter()
+        self.held.refresh()
+        slices_by_node, unpinned, local_pools = self._slices_by_node()
+        unpinned_pools = filtercache.pools_of(unpinned)
+        if dra:
+            self._dra_cycles += 1
+        sample = dra and self._dra_cycles % 10 == 1
         if pending or ext_reqs:
-            pending_uids = {c["metadata"].get("uid") for c in pending}
-            in_use = [c for c in self.all_claims() if (c.get("status") or {}).get("allocation")
-                      and c["metadata"].get("uid") not in self.in_flight
-                      and c["metadata"].get("uid") not in pending_uids]
-            in_flight = list(self.in_flight.values())
-            alloc_input = {"slices": self.slices.list(), "classes": classes,
-                           "allocated": in_use, "in_flight": in_flight, "taint_rules": self.taint_rules.list()}
-        pool_nodes = {((sl.get("spec") or {}).get("driver"), ((sl.get("spec") or {}).get("pool") or {}).get("name")):
-                      sl["spec"]["nodeName"] for sl in self.slices.list() if (sl.get("spec") or {}).get("nodeName")}
-        for c in list(self.all_claims()) + list(self.in_flight.values()):
-            for r in _results(c):
-                node_name = pool_nodes.get((r.get("driver"), r.get("pool")))
-                if node_name:
-                    device_count[node_name] += 1
+            alloc_input = {"slices": self.slices.list(), "classes": classes, "allocated_devices": self.held.devices,
+                           "taint_rules": self.taint_rules.list()}
+            pending_key = filtercache.claims_key(pending)
         timeout = self.gates.enabled("DRASchedulerFilterTimeout")
-        for node in nodes:
+        unavailable: list[Obj] = []
+        # As kube-scheduler: stop once enough feasible nodes are found, starting where the last pod stopped.
+        wanted = feasible_nodes_to_find(len(nodes))
+        start = self._next_start_node % len(nodes)
+        examined = 0
+        for node in nodes[start:] + nodes[:start]:
+            if len(fits) >= wanted:
+                break
+            examined += 1
             backed = extended.dra_backed(ext_reqs, node)
             node_requests = extended.node_requests_without(requests, backed) if backed else requests
             reason = self._filter_node(pod, node, node_requests, usage)
             t1 = time.perf_counter()
             if reason is None:
-                reason = self._filter_allocated_claims(pod, node, allocated, uid)
+                reason, blocking = self._filter_allocated_claims(pod, node, allocated, uid)
+                if blocking is not None and blocking not in unavailable:
+                    unavailable.append(blocking)
             new_allocs: list[tuple[Obj, Obj]] = []
             special: Obj | None = None
             to_allocate = list(pending)
@@ -749,26 +812,38 @@ class Scheduler:
             if reason is None and to_allocate:
                 assert alloc_input is not None
                 deadline = time.monotonic() + FILTER_TIMEOUT if timeout else None
-                outcome = self.allocate(AllocationInput(claims=to_allocate, node=node, gates=self.gates,
-                                                        deadline=deadline, **alloc_input))
+                node_slices = slices_by_node.get(node["metadata"]["name"], []) + unpinned
+                ckey = self.filter_cache.key(pending_key if special is None else filtercache.claims_key(to_allocate),
+                                             node, self.cluster_generation,
+                                             local_pools.get(node["metadata"]["name"], []) + unpinned_pools,
+                                             self.held.pool_version)
+                outcome = self.filter_cache.get(ckey)
+                if outcome is None:
+                    outcome = self.allocate(AllocationInput(claims=to_allocate, node=node, gates=self.gates,
+                                                            deadline=deadline, node_slices=node_slices,
+                                                            **alloc_input))
+                    self.filter_cache.put(ckey, outcome)
                 if outcome.timed_out:
                     reason = MSG_FILTER_TIMEOUT
                 elif not outcome.fits or len(outcome.allocations or []) != len(to_allocate):
                     reason = outcome.reason or MSG_CANNOT_ALLOCATE
                 else:
                     new_allocs = list(zip(to_allocate, outcome.allocations or [], strict=True))
-            if dra and (reason is None or to_allocate or allocated):
+            if sample and (reason is None or to_allocate or allocated):
                 _observe("Filter", "Success" if reason is None else "Unschedulable", t1)
             if reason is not None:
                 reasons[reason] += 1
                 continue
             name = node["metadata"]["name"]
-            score = (device_count.get(name, 0), usage.get(name, ({}, 0))[1], name)
+            devices_in_use = sum(self.held.pool_results[pid] for pid in local_pools.get(name, ()))
+            score = (devices_in_use, usage.get(name, ({}, 0))[1], name)
             fits.append((score, name, new_allocs, special))
+        self._next_start_node = (start + examined) % len(nodes)
         if not fits:
-            raise Unschedulable(fit_error_message(len(nodes), reasons))
+            raise Unschedulable(fit_error_message(len(nodes), reasons), unavailable)
         fits.sort(key=lambda f: f[0])
         _, name, new_allocs, special = fits[0]
+        new_allocs = [(c, copy.deepcopy(a)) for c, a in new_allocs]  # outcomes may be shared with the cache
         return name, new_allocs, special
 
     def _filter_node(self, pod: Obj, node: Obj, requests: dict[str, Fraction],
@@ -783,9 +858,9 @@ class Scheduler:
         taint = untolerated_taint(pod, node)
         if taint is not None:
             return f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value', '')}}}"
-        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        allocatable = self._allocatable_of(node)
         used, count = usage.get(node["metadata"]["name"], ({}, 0))
-        if "pods" in allocatable and count + 1 > _q(allocatable["pods"]):
+        if "pods" in allocatable and count + 1 > allocatable["pods"]:
             return "Too many pods"
         for res, want in sorted(requests.items()):
             if want <= 0:
@@ -794,20 +869,49 @@ class Scheduler:
                 if res in ("cpu", "memory", "ephemeral-storage") or res.startswith("hugepages-"):
                     continue  # upstream skips resources a node does not report only for extended ones
                 return f"Insufficient {res}"
-            if used.get(res, Fraction(0)) + want > _q(allocatable[res]):
+            if used.get(res, Fraction(0)) + want > allocatable[res]:
                 return f"Insufficient {res}"
         return None
 
     @staticmethod
-    def _filter_allocated_claims(pod: Obj, node: Obj, allocated: list[Obj], uid: str | None) -> str | None:
+    def _filter_allocated_claims(pod: Obj, node: Obj, allocated: list[Obj],
+                                 uid: str | None) -> tuple[str | None, Obj | None]:
+        """Why the pod's allocated claims rule the node out (None: they don't), and the claim whose allocation
+        is elsewhere (a PostFilter candidate)."""
         for c in allocated:
             status = c["status"]
             if not match_node_selector(status["allocation"].get("nodeSelector"), node):
-                return MSG_NOT_AVAILABLE
+                return MSG_NOT_AVAILABLE, c
             reserved = status.get("reservedFor") or []
             if not any(r.get("uid") == uid for r in reserved) and len(reserved) >= RESERVED_FOR_MAX:
-                return MSG_IN_USE
-        return None
+                return MSG_IN_USE, None
+        return None, None
+
+    async def _post_filter(self, pod: Obj, unavailable: list[Obj]) -> None:
+        """PostFilter (DynamicResources): when an allocated claim kept the pod off some node and nobody else
+        uses it, deallocate it (one per attempt) so that the next attempt may allocate it where the pod fits;
+        a special claim of an earlier attempt (KEP-5004) is deleted instead."""
+        uid = pod["metadata"]["uid"]
+        for claim in unavailable:
+            cm = claim["metadata"]
+            if (cm.get("annotations") or {}).get(extended.EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true":
+                await self._delete_special_claim(claim, True, pod)
+                return
+            reserved = (claim.get("status") or {}).get("reservedFor") or []
+            if cm["uid"] in self.in_flight or any(r.get("uid") != uid for r in reserved):
+                continue
+            c = copy.deepcopy(claim)
+            for field in ("reservedFor", "allocation", "devices"):
+                c["status"].pop(field, None)
+            try:  # resourceVersion precondition: a claim someone just reserved is left alone
+                await self.client.request("PUT", resource_path(GROUP, VERSION, "resourceclaims",
+                                                               cm.get("namespace", ""), cm["name"], "status"), c)
+            except (APIStatusError, aiohttp.ClientError, asyncio.TimeoutError) as e:
+                log.info("PostFilter: deallocating %s/%s: %s", cm.get("namespace"), cm["name"], e)
+                return
+            log.info("PostFilter: deallocated %s/%s for pod %s/%s", cm.get("namespace"), cm["name"],
+                     pod["metadata"].get("namespace"), pod["metadata"]["name"])
+            return
 
     # ---------------------------------------------------------------- binding cycle
 

@@ -8,11 +8,22 @@ in-flight allocations it has reserved in memory but not yet written, so two pods
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from dramock.schemas.featuregates import FeatureGates
 
 Obj = dict[str, Any]
+
+
+@dataclass
+class AllocatedDevices:
+    """The devices that allocated and in-flight claims hold, keyed (driver, pool, device): built by
+    allocator.allocated_devices(), or kept up to date by the loop (scheduler.state.HeldDevices)."""
+
+    exclusive: set[tuple] = field(default_factory=set)  # taken (not adminAccess, not a consumable share)
+    consuming: set[tuple] = field(default_factory=set)  # exclusive or shared: its counters are consumed
+    capacity: dict[tuple, dict[tuple, Fraction]] = field(default_factory=dict)  # consumed by shares
 
 
 @dataclass
@@ -33,6 +44,11 @@ class AllocationInput:
     gates: FeatureGates = field(default_factory=FeatureGates)
     # time.monotonic() deadline (FilterTimeout); None = no limit.
     deadline: float | None = None
+    # Precomputed from `allocated` + `in_flight` (the allocator then reads only this); None: computed here.
+    allocated_devices: AllocatedDevices | None = None
+    # The slices that can matter on `node`: its node-local ones and every slice without nodeName; None: all
+    # of `slices` (which stays the whole list: pool completeness looks at every node's slices).
+    node_slices: list[Obj] | None = None
 
 
 @dataclass
