@@ -93,7 +93,7 @@ def parse_document(body: bytes, content_type: str, kind: Kind | None = None) -> 
     mt = media_type(content_type)
     try:
         if mt in (YAML, APPLY_PATCH, "text/yaml", "application/x-yaml"):
-            value = yaml.load(body.decode("utf-8"), Loader=_UniqueKeyLoader)
+            value = _json_or_yaml(body)
         else:
             value = json.loads(body, object_pairs_hook=_pairs_hook)
     except (ValueError, yaml.YAMLError, UnicodeDecodeError) as e:
@@ -106,6 +106,17 @@ def parse_document(body: bytes, content_type: str, kind: Kind | None = None) -> 
                                  f"({_summary(body)})")
     dups: list[str] = []
     return _collect_duplicates(value, "", dups), dups
+
+
+def _json_or_yaml(body: bytes) -> Any:
+    """A YAML body that is a JSON object (what clients usually send as apply patches) takes the JSON parser,
+    ~50x faster than PyYAML; anything else is YAML."""
+    if body.lstrip()[:1] == b"{":
+        try:
+            return json.loads(body, object_pairs_hook=_pairs_hook)
+        except ValueError:
+            pass
+    return yaml.load(body.decode("utf-8"), Loader=_UniqueKeyLoader)
 
 
 def _short(e: Exception) -> str:

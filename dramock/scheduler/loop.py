@@ -795,7 +795,7 @@ class Scheduler:
             if len(fits) >= wanted:
                 break
             examined += 1
-            backed = extended.dra_backed(ext_reqs, node)
+            backed = extended.dra_backed(ext_reqs, node) if ext_reqs else []
             node_requests = extended.node_requests_without(requests, backed) if backed else requests
             reason = self._filter_node(pod, node, node_requests, usage)
             t1 = time.perf_counter()
@@ -849,15 +849,16 @@ class Scheduler:
     def _filter_node(self, pod: Obj, node: Obj, requests: dict[str, Fraction],
                      usage: dict[str, tuple[dict[str, Fraction], int]]) -> str | None:
         spec = node.get("spec") or {}
+        pod_spec = pod.get("spec") or {}
         if spec.get("unschedulable") and not tolerates(
-                (pod.get("spec") or {}).get("tolerations") or [],
-                {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}):
+                pod_spec.get("tolerations") or [], {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}):
             return MSG_UNSCHEDULABLE
-        if not matches_node_affinity(pod, node):
+        if (pod_spec.get("nodeSelector") or pod_spec.get("affinity")) and not matches_node_affinity(pod, node):
             return MSG_NODE_AFFINITY
-        taint = untolerated_taint(pod, node)
-        if taint is not None:
-            return f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value', '')}}}"
+        if spec.get("taints"):
+            taint = untolerated_taint(pod, node)
+            if taint is not None:
+                return f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value', '')}}}"
         allocatable = self._allocatable_of(node)
         used, count = usage.get(node["metadata"]["name"], ({}, 0))
         if "pods" in allocatable and count + 1 > allocatable["pods"]:
@@ -867,7 +868,9 @@ class Scheduler:
                 continue
             if res not in allocatable:
                 if res in ("cpu", "memory", "ephemeral-storage") or res.startswith("hugepages-"):
-                    continue  # upstream skips resources a node does not report only for extended ones
+                    # Deviation: upstream counts an unreported native resource as 0 allocatable; here a node
+                    # that reports none (a bare Node created by hand) is not limited on it.
+                    continue
                 return f"Insufficient {res}"
             if used.get(res, Fraction(0)) + want > allocatable[res]:
                 return f"Insufficient {res}"
