@@ -14,13 +14,13 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 import aiohttp
+from processes import free_port, wait_ready  # bench/processes.py (this script's directory)
 
 NS_PATH = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
 
@@ -78,25 +78,6 @@ app.router.add_get("''' + NS_PATH + r'''/{name}", item)
 app.router.add_get("/readyz", ready)
 web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
 '''
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-async def wait_ready(url: str) -> None:
-    async with aiohttp.ClientSession() as s:
-        for _ in range(300):
-            try:
-                async with s.get(url + "/readyz") as r:
-                    if r.status == 200:
-                        return
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.05)
-    raise RuntimeError(f"{url} not ready")
 
 
 # ---------------------------------------------------------------- load

@@ -28,13 +28,13 @@ import collections
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 import aiohttp
+from processes import free_port, wait_ready  # bench/processes.py (this script's directory)
 
 DRIVER = "test-driver.cdi.k8s.io"
 CLASS = "test-class"
@@ -43,25 +43,6 @@ NS = "sched-bench"
 PODS = f"/api/v1/namespaces/{NS}/pods"
 RESOURCE = "/apis/resource.k8s.io/v1"
 UPSTREAM_MIN = 120.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-async def wait_ready(url: str) -> None:
-    async with aiohttp.ClientSession() as s:
-        for _ in range(600):
-            try:
-                async with s.get(url + "/readyz") as r:
-                    if r.status == 200:
-                        return
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.05)
-    raise RuntimeError(f"{url} not ready")
 
 
 # ---------------------------------------------------------------- objects (scheduler_perf's templates)

@@ -59,18 +59,21 @@ class Server:
 
     def kill9(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=10)
+        stop_process(self.proc)
 
     def restart(self) -> None:
         self.proc = _spawn(self.args, self.url)
 
 
 def _spawn(args: list[str], url: str) -> subprocess.Popen:
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # The log goes to a file beside the data dir: a pipe nobody reads would block a chatty server.
+    log_path = args[args.index("--data-dir") + 1] + ".log"
+    proc = spawn(args, log_path)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"dramock exited with {proc.returncode}: {proc.stderr.read()}")
+            with open(log_path) as f:
+                raise RuntimeError(f"dramock exited with {proc.returncode}: {f.read()[-3000:]}")
         try:
             with urllib.request.urlopen(url + "/readyz", timeout=1) as r:
                 if r.status == 200:
@@ -78,7 +81,7 @@ def _spawn(args: list[str], url: str) -> subprocess.Popen:
         except OSError:
             pass
         time.sleep(0.05)
-    proc.kill()
+    stop_process(proc)
     raise RuntimeError("dramock did not become ready in 30s")
 
 
@@ -97,13 +100,31 @@ def start_server(tmp_dir: str, *extra: str, command: str = "apiserver") -> Serve
     return Server(url, port, data_dir, kubeconfig, proc, args)
 
 
-def stop(server: Server) -> None:
-    if server.proc.poll() is None:
-        server.proc.terminate()
+def spawn(args: list[str], log_path: str) -> subprocess.Popen:
+    """A component process whose output goes to `log_path` (closed by stop_process)."""
+    log = open(log_path, "w")  # noqa: SIM115 - closed in stop_process
+    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, text=True)
+    proc._log = log  # type: ignore[attr-defined]
+    return proc
+
+
+def stop_process(proc: subprocess.Popen) -> str:
+    """SIGTERM, then SIGKILL after 10 s; returns what it wrote to a stderr pipe, if it had one."""
+    if proc.poll() is None:
+        proc.terminate()
         try:
-            server.proc.wait(timeout=10)
+            proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            server.proc.kill()
+            proc.kill()
+            proc.wait(timeout=10)
+    log = getattr(proc, "_log", None)
+    if log is not None:
+        log.close()
+    return proc.stderr.read() if proc.stderr else ""
+
+
+def stop(server: Server) -> None:
+    stop_process(server.proc)
 
 
 @pytest.fixture(scope="session")

@@ -19,8 +19,8 @@ from dramock.kubelet.proto import (
     pluginregistration_v1_pb2,
     pluginregistration_v1_pb2_grpc,
 )
-from tests.conftest import wait_for
-from tests.test_kubelet_pods import DRIVER, V1, allocate, get_claim, make_claim, stop_proc
+from tests.conftest import stop_process, wait_for
+from tests.test_kubelet_pods import DRIVER, V1, allocate, get_claim, make_claim
 from tests.test_kubelet_pods import cluster as cluster  # noqa: F401 - the fixture
 
 
@@ -156,7 +156,7 @@ def test_kubelet_restart_deletes_and_driver_republishes_slices(cluster):
     # The kubelet restarts: it deletes the node's slices at start, then registers the driver again, which
     # republishes them (a new object, a new pool generation).
     assert node.kubelet is not None
-    stop_proc(node.kubelet)
+    stop_process(node.kubelet)
     assert node.slices()[0]["metadata"]["uid"] == first[0]["metadata"]["uid"]  # a stopped kubelet deletes nothing
     node.kubelet = node.start_kubelet()
 

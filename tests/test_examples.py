@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from dramock.schemas import featuregates
-from tests.conftest import KUBECTL, Server, start_server, wait_for
+from tests.conftest import KUBECTL, Server, start_server, stop_process, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -210,13 +210,7 @@ class HelperDriver:
             stdout=self.log, stderr=subprocess.STDOUT)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        stop_process(self.proc)
         self.log.close()
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from dramock.schemas.quantity import Quantity
-from tests.conftest import Server, start_server, stop, wait_for
+from tests.conftest import Server, spawn, start_server, stop, stop_process, wait_for
 
 COMPAT_GATES = "DRADeviceCompatibilityGroups=true"
 R = "/apis/resource.k8s.io/v1"
@@ -40,31 +40,11 @@ class Cluster:
         return self.server.request(method, path, body, **kw)
 
 
-def _spawn_component(args: list[str], log_path: str) -> subprocess.Popen:
-    log = open(log_path, "w")  # noqa: SIM115 - closed with the process
-    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, text=True)
-    proc._log = log  # type: ignore[attr-defined]
-    return proc
-
-
 def start_scheduler(url: str, tmp: str, gates: str = "", tag: str = "scheduler") -> subprocess.Popen:
     args = [sys.executable, "-m", "dramock.scheduler", "--server", url]
     if gates:
         args += ["--feature-gates", gates]
-    return _spawn_component(args, os.path.join(tmp, f"{tag}.log"))
-
-
-def stop_component(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-    log = getattr(proc, "_log", None)
-    if log is not None:
-        log.close()
+    return spawn(args, os.path.join(tmp, f"{tag}.log"))
 
 
 def start_cluster(tmp: str, gates: str = "", controllers: bool = False) -> Cluster:
@@ -74,7 +54,7 @@ def start_cluster(tmp: str, gates: str = "", controllers: bool = False) -> Clust
     try:
         c.procs.append(start_scheduler(s.url, tmp, gates))
         if controllers:  # the ResourceClaimTemplate controller
-            c.procs.append(_spawn_component([sys.executable, "-m", "dramock", "controller-manager",
+            c.procs.append(spawn([sys.executable, "-m", "dramock", "controller-manager",
                                              "--kubeconfig", s.kubeconfig],
                                             os.path.join(tmp, "controller-manager.log")))
     except BaseException:
@@ -85,7 +65,7 @@ def start_cluster(tmp: str, gates: str = "", controllers: bool = False) -> Clust
 
 def stop_cluster(c: Cluster) -> None:
     for p in c.procs:
-        stop_component(p)
+        stop_process(p)
     stop(c.server)
 
 

@@ -27,7 +27,7 @@ from dramock.kubelet.proto import (
     pluginregistration_v1_pb2,
     pluginregistration_v1_pb2_grpc,
 )
-from tests.conftest import Server, start_server, stop, wait_for
+from tests.conftest import Server, start_server, stop, stop_process, wait_for
 
 DRIVER_SCRIPT = str(Path(__file__).parent / "fixtures" / "thirdparty_driver.py")
 V1 = "/apis/resource.k8s.io/v1"
@@ -82,14 +82,6 @@ def start_kubelet(server: Server, node: str, registry_dir: str, plugins_dir: str
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
-def stop_proc(p: subprocess.Popen) -> str:
-    if p.poll() is None:
-        p.terminate()
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-    return p.stderr.read() if p.stderr else ""
 
 
 def make_slice(server: Server, name: str, node: str, driver: str) -> None:
@@ -232,7 +224,7 @@ def cluster(tmp_path, sockdir):
         if isinstance(p, Driver):
             p.stop()
         else:
-            stop_proc(p)
+            stop_process(p)
     stop(server)
 
 
@@ -430,5 +422,5 @@ def test_example_driver_with_kubelet(cluster):
     wait_for(lambda: (_get_pod(server, "ex") or {}).get("status", {}).get("phase") == "Running",
              what="pod running with the example driver")
     # The driver goes away: its registration socket goes, the kubelet deletes its slices.
-    stop_proc(drv)
+    stop_process(drv)
     wait_for(lambda: not slices(), what="slices deleted after the driver stopped")

@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from tests.conftest import Server, start_server, stop, wait_for
+from tests.conftest import Server, start_server, stop, stop_process, wait_for
 
 V1 = "/apis/resource.k8s.io/v1"
 DRIVER = "gpu.example.com"
@@ -26,15 +26,6 @@ COMPLETE_AFTER = "dramock.io/complete-after-seconds"
 # --- helpers (also used by test_example_driver.py) ----------------------------------------------------------------
 
 
-def stop_proc(p: subprocess.Popen) -> str:
-    if p.poll() is None:
-        p.terminate()
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(timeout=10)
-    return p.stderr.read() if p.stderr else ""
 
 
 class Node:
@@ -74,9 +65,9 @@ class Node:
         return body.get("items", [])
 
     def stop(self) -> str:
-        out = stop_proc(self.driver)
+        out = stop_process(self.driver)
         if self.kubelet is not None:
-            out += stop_proc(self.kubelet)
+            out += stop_process(self.kubelet)
         return out
 
 
@@ -356,7 +347,7 @@ def test_restarted_kubelet_adopts_running_pods_and_keeps_shared_claims(cluster):
     for name in ("a", "b"):
         wait_for(lambda n=name: phase(server, n) == "Running", what=f"pod {name} running")
     assert node.kubelet is not None
-    stop_proc(node.kubelet)
+    stop_process(node.kubelet)
     node.kubelet = node.start_kubelet()
     wait_for(lambda: node.slices() and node.slices()[0]["spec"]["pool"]["generation"] > 1,
              timeout=30, what="the new kubelet registered the driver")

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import Server, start_server, stop, wait_for
+from tests.conftest import Server, spawn, start_server, stop, stop_process, wait_for
 
 R = "/apis/resource.k8s.io/v1"
 NS = "default"
@@ -34,22 +34,7 @@ DEVICE = (DRIVER, "node-1", "gpu-0")
 
 
 def start_scheduler(url: str, log_path: str) -> subprocess.Popen:
-    log = open(log_path, "w")  # noqa: SIM115 - closed in stop_scheduler
-    proc = subprocess.Popen([sys.executable, "-m", "dramock.scheduler", "--server", url],
-                            stdout=log, stderr=subprocess.STDOUT, text=True)
-    proc._log = log  # type: ignore[attr-defined]
-    return proc
-
-
-def stop_scheduler(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-    proc._log.close()  # type: ignore[attr-defined]
+    return spawn([sys.executable, "-m", "dramock.scheduler", "--server", url], log_path)
 
 
 class ClaimWatch:
@@ -250,7 +235,7 @@ def test_two_claims_one_device_two_schedulers(server: Server, tmp_path, pods_fir
         replay_never_double_allocated(watch.events)
     finally:
         for p in scheds:
-            stop_scheduler(p)
+            stop_process(p)
 
 
 @pytest.mark.parametrize("pods_first", [True, False], ids=["pods-first", "schedulers-first"])
@@ -281,4 +266,4 @@ def test_shared_claim_allocated_once_two_schedulers(server: Server, tmp_path, po
         replay_never_double_allocated(events)
     finally:
         for p in scheds:
-            stop_scheduler(p)
+            stop_process(p)
