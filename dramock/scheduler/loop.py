@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import json
 import logging
 import time
 from collections import Counter, deque
@@ -133,7 +134,12 @@ def now_time() -> str:
 
 
 class WaitingForClaims(Exception):
-    """PreEnqueue: a claim of the pod does not exist yet (the pod waits for a claim event)."""
+    """PreEnqueue: a claim of the pod does not exist yet. `claim` (ns, name): the claim whose events may let it
+    in; None: it waits for its own status (the name of a claim generated from a template)."""
+
+    def __init__(self, message: str, claim: tuple[str, str] | None = None):
+        super().__init__(message)
+        self.claim = claim
 
 
 class Unschedulable(Exception):
@@ -375,10 +381,12 @@ class Scheduler:
         self.node_usage = NodeUsage(self._requests_of, self.assumed_pods)
         self._slices_view: tuple[int, dict[str, list[Obj]], list[Obj], dict[str, list]] | None = None
         self._nodes_view: list[Obj] | None = None  # sorted by name; None after any node event
+        self._verdicts: dict[tuple, tuple[str | None, list[Obj]]] = {}  # (reason, allocations); see _find_node
         self._dra_cycles = 0  # Filter durations are recorded for every tenth DRA cycle, as upstream samples
         self._binding: set[asyncio.Task] = set()
         self._last_event: dict[str, tuple[str, float]] = {}  # pod uid -> (message, time)
-        self._gated: set[str] = set()  # keys waiting in PreEnqueue (counted as "gated", not "unschedulable")
+        # Keys waiting in PreEnqueue (counted as "gated", not "unschedulable") -> the claim they wait for.
+        self._gated: dict[str, tuple[str, str] | None] = {}
         self.scheduled = 0
         self.pods.add_handler(self._on_pod)
         self.nodes.add_handler(self._on_node)
@@ -437,7 +445,7 @@ class Scheduler:
         self._wake.set()
 
     def _forget(self, key: str) -> None:
-        self._gated.discard(key)
+        self._gated.pop(key, None)
         self.backoff.pop(key, None)
         self.unschedulable.pop(key, None)
         self.attempts.pop(key, None)
@@ -474,14 +482,16 @@ class Scheduler:
         else:
             self._activate(key)
 
-    def _move_all(self, reason: str) -> None:
-        """A cluster event: unschedulable pods go to active (or backoff while they back off)."""
+    def _move_all(self, reason: str, claim: tuple[str, str] | None = None) -> None:
+        """A cluster event: unschedulable pods go to active (or backoff while they back off). Gated pods move
+        only on an event of the claim they wait for (upstream's queueing hint for claim changes)."""
         self._seq += 1
         if not self.unschedulable:
             return
-        log.debug("moving %d unschedulable pods: %s", len(self.unschedulable), reason)
+        log.debug("moving unschedulable pods: %s", reason)
         for key in list(self.unschedulable):
-            self._requeue(key)
+            if key not in self._gated or (claim is not None and self._gated[key] == claim):
+                self._requeue(key)
 
     def _pop_ready(self) -> str | None:
         now = time.monotonic()
@@ -501,7 +511,7 @@ class Scheduler:
         m = metrics()
         if m is None:
             return
-        gated = len(self._gated & set(self.unschedulable))
+        gated = sum(1 for k in self._gated if k in self.unschedulable)
         m.pending_pods.labels("active").set(len(self.active))
         m.pending_pods.labels("backoff").set(len(self.backoff))
         m.pending_pods.labels("unschedulable").set(len(self.unschedulable) - gated)
@@ -614,7 +624,7 @@ class Scheduler:
         if old is not None and type_ != "DELETED" and old.get("status") == claim.get("status") and \
                 old["metadata"].get("deletionTimestamp") == m.get("deletionTimestamp"):
             return
-        self._move_all(f"claim {type_.lower()}")
+        self._move_all(f"claim {type_.lower()}", k)
 
     def _on_cluster_object(self, type_: str, obj: Obj, old: Obj | None) -> None:
         self.cluster_generation += 1
@@ -680,10 +690,10 @@ class Scheduler:
                 claims = self._pre_enqueue(pod, refs)
             except WaitingForClaims as e:
                 log.debug("pod %s: %s", key, e)
-                self.unschedulable[key] = time.monotonic()  # gated: any claim or pod event retries it
-                self._gated.add(key)
+                self.unschedulable[key] = time.monotonic()  # gated: its claim's or its own events retry it
+                self._gated[key] = e.claim
                 return
-            self._gated.discard(key)
+            self._gated.pop(key, None)
             self.attempts[key] = self.attempts.get(key, 0) + 1
             try:
                 node, new_allocs, special = self._find_node(pod, claims)
@@ -715,11 +725,11 @@ class Scheduler:
                 continue
             claim = self.claim(ns, cname)
             if claim is None:
-                raise WaitingForClaims(f'resourceclaim "{cname}" not found')
+                raise WaitingForClaims(f'resourceclaim "{cname}" not found', (ns, cname))
             if generated and not any(r.get("uid") == pod["metadata"].get("uid") and r.get("controller")
                                      for r in claim["metadata"].get("ownerReferences") or []):
                 raise WaitingForClaims(f"ResourceClaim {ns}/{cname} was not created for pod "
-                                       f"{ns}/{pod['metadata']['name']} (pod is not owner)")
+                                       f"{ns}/{pod['metadata']['name']} (pod is not owner)", (ns, cname))
             claims.append(claim)
         ext = (pod.get("status") or {}).get("extendedResourceClaimStatus") or {}
         if ext.get("resourceClaimName") and self.gates.enabled("DRAExtendedResource"):
@@ -781,6 +791,7 @@ class Scheduler:
         if dra:
             self._dra_cycles += 1
         sample = dra and self._dra_cycles % 10 == 1
+        pending_key = ""
         if pending or ext_reqs:
             alloc_input = {"slices": self.slices.list(), "classes": classes, "allocated_devices": self.held.devices,
                            "taint_rules": self.taint_rules.list()}
@@ -791,10 +802,32 @@ class Scheduler:
         wanted = feasible_nodes_to_find(len(nodes))
         start = self._next_start_node % len(nodes)
         examined = 0
+        # A pod without allocated claims or extended resources gets the same verdict on a node as the last pod
+        # of its shape did, as long as nothing the verdict depends on changed there: remember verdicts by that.
+        def score(name: str) -> tuple:  # fewest devices in use, then fewest pods, then name
+            return (sum(self.held.pool_results[pid] for pid in local_pools.get(name, ())),
+                    usage.get(name, ({}, 0))[1], name)
+
+        shape = self._pod_shape(pod, requests, pending_key) if not allocated and not ext_reqs else None
+        if shape is not None:
+            unpinned_versions = tuple(self.held.pool_version.get(pid, 0) for pid in unpinned_pools)
         for node in nodes[start:] + nodes[:start]:
             if len(fits) >= wanted:
                 break
             examined += 1
+            name = node["metadata"]["name"]
+            if shape is not None:
+                vkey = (shape, name, node["metadata"].get("resourceVersion"), self.node_usage.version.get(name, 0),
+                        self.cluster_generation, unpinned_versions,
+                        tuple([self.held.pool_version.get(pid, 0) for pid in local_pools.get(name, ())]))
+                verdict = self._verdicts.get(vkey)
+                if verdict is not None:
+                    if verdict[0] is not None:
+                        reasons[verdict[0]] += 1
+                    else:  # the same allocations, for this pod's claims
+                        fits.append((score(name), name, list(zip(pending, verdict[1], strict=True)), None))
+                    continue
+            remember = shape is not None
             backed = extended.dra_backed(ext_reqs, node) if ext_reqs else []
             node_requests = extended.node_requests_without(requests, backed) if backed else requests
             reason = self._filter_node(pod, node, node_requests, usage)
@@ -823,6 +856,7 @@ class Scheduler:
                                                             deadline=deadline, node_slices=node_slices,
                                                             **alloc_input))
                     self.filter_cache.put(ckey, outcome)
+                remember = remember and filtercache.cacheable(outcome)
                 if outcome.timed_out:
                     reason = MSG_FILTER_TIMEOUT
                 elif not outcome.fits or len(outcome.allocations or []) != len(to_allocate):
@@ -831,13 +865,14 @@ class Scheduler:
                     new_allocs = list(zip(to_allocate, outcome.allocations or [], strict=True))
             if sample and (reason is None or to_allocate or allocated):
                 _observe("Filter", "Success" if reason is None else "Unschedulable", t1)
+            if remember:
+                if len(self._verdicts) >= filtercache.MAX_ENTRIES:
+                    self._verdicts.clear()
+                self._verdicts[vkey] = (reason, [a for _, a in new_allocs])
             if reason is not None:
                 reasons[reason] += 1
                 continue
-            name = node["metadata"]["name"]
-            devices_in_use = sum(self.held.pool_results[pid] for pid in local_pools.get(name, ()))
-            score = (devices_in_use, usage.get(name, ({}, 0))[1], name)
-            fits.append((score, name, new_allocs, special))
+            fits.append((score(name), name, new_allocs, special))
         self._next_start_node = (start + examined) % len(nodes)
         if not fits:
             raise Unschedulable(fit_error_message(len(nodes), reasons), unavailable)
@@ -845,6 +880,13 @@ class Scheduler:
         _, name, new_allocs, special = fits[0]
         new_allocs = [(c, copy.deepcopy(a)) for c, a in new_allocs]  # outcomes may be shared with the cache
         return name, new_allocs, special
+
+    @staticmethod
+    def _pod_shape(pod: Obj, requests: dict[str, Fraction], claims_key: str) -> str:
+        """Everything about a pod that node fit and allocation read, as a cache key."""
+        spec = pod.get("spec") or {}
+        return json.dumps([claims_key, sorted((k, str(v)) for k, v in requests.items()), spec.get("nodeSelector"),
+                           spec.get("affinity"), spec.get("tolerations")], sort_keys=True, separators=(",", ":"))
 
     def _filter_node(self, pod: Obj, node: Obj, requests: dict[str, Fraction],
                      usage: dict[str, tuple[dict[str, Fraction], int]]) -> str | None:

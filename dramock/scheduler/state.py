@@ -138,6 +138,7 @@ class NodeUsage:
         self._dirty: set[str] = set()
         self._contrib: dict[str, tuple[str, dict[str, Fraction]]] = {}
         self.usage: dict[str, tuple[dict[str, Fraction], int]] = {}
+        self.version: Counter[str] = Counter()  # per node, bumped whenever its usage changes
 
     def pod_changed(self, pod: Obj, deleted: bool) -> None:
         uid = pod["metadata"].get("uid", "")
@@ -152,6 +153,7 @@ class NodeUsage:
         self._dirty.add(uid)
 
     def _add(self, node: str, requests: dict[str, Fraction], sign: int) -> None:
+        self.version[node] += 1
         req, n = self.usage.get(node, ({}, 0))
         for k, v in requests.items():
             req[k] = req.get(k, Fraction(0)) + sign * v
