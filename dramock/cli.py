@@ -199,6 +199,8 @@ def _node_root(data_dir: str, node: str) -> str:
     longest = os.path.join(root, "plugins", EXAMPLE_DRIVER, "dra.sock")
     if len(longest.encode()) > 100:
         root = tempfile.mkdtemp(prefix=f"dramock-{node}-")
+        logging.getLogger("dramock").info("%s: the data dir is too deep for plugin sockets; node root is %s",
+                                          node, root)
     return root
 
 
