@@ -363,11 +363,9 @@ def test_seventeen_gpus_on_sixteen(tmp_path):
         stop(s)
 
 
-def test_binding_failure_is_undone_and_retried(cluster: Server, ns: str):
-    """A second scheduler (schedulerName flaky-scheduler) whose first binding fails: the claim is unreserved and
-    deallocated, then the pod is retried with backoff and bound."""
-    failures: list[str] = []
-
+def flaky_scheduler(name: str, failures: list[str], created: list[str] | None = None):
+    """A scheduler factory for SchedulerThread whose client fails the first pods/binding with a 500 (recorded in
+    `failures`); the names of the claims it creates go to `created`."""
     def make(client: Client) -> loop.Scheduler:
         real = client.request
 
@@ -375,12 +373,21 @@ def test_binding_failure_is_undone_and_retried(cluster: Server, ns: str):
             if path.endswith("/binding") and not failures:
                 failures.append(path)
                 raise APIStatusError(500, {"kind": "Status", "reason": "InternalError", "message": "injected"})
-            return await real(method, path, body, params, content_type)
+            out = await real(method, path, body, params, content_type)
+            if created is not None and method == "POST" and path.endswith("/resourceclaims"):
+                created.append(out["metadata"]["name"])
+            return out
 
         client.request = request  # type: ignore[method-assign]
-        return loop.Scheduler(client, allocate=_allocator(), scheduler_name="flaky-scheduler")
+        return loop.Scheduler(client, allocate=_allocator(), scheduler_name=name)
+    return make
 
-    sched = SchedulerThread(cluster.url, make).start()
+
+def test_binding_failure_is_undone_and_retried(cluster: Server, ns: str):
+    """A second scheduler (schedulerName flaky-scheduler) whose first binding fails: the claim is unreserved and
+    deallocated, then the pod is retried with backoff and bound."""
+    failures: list[str] = []
+    sched = SchedulerThread(cluster.url, flaky_scheduler("flaky-scheduler", failures)).start()
     try:
         create(cluster, f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims", claim(ns, "c"))
         create(cluster, f"/api/v1/namespaces/{ns}/pods",

@@ -10,16 +10,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from dramock.client.rest import APIStatusError, Client
 from dramock.scheduler import extended, loop
 from dramock.scheduler.types import AllocationInput, AllocationOutcome
 from tests.conftest import Server, stop, wait_for
 from tests.test_scheduler import (
     FINALIZER,
     SchedulerThread,
-    _allocator,
     create,
     events,
+    flaky_scheduler,
     get,
     get_pod,
     make_ns,
@@ -192,23 +191,7 @@ def test_implicit_name_and_failed_binding_deletes_the_claim(cluster: Server):
     ns = make_ns(cluster)
     failures: list[str] = []
     seen_claims: list[str] = []
-
-    def make(client: Client) -> loop.Scheduler:
-        real = client.request
-
-        async def request(method, path, body=None, params=None, content_type="application/json"):
-            if path.endswith("/binding") and not failures:
-                failures.append(path)
-                raise APIStatusError(500, {"kind": "Status", "reason": "InternalError", "message": "injected"})
-            out = await real(method, path, body, params, content_type)
-            if method == "POST" and path.endswith("/resourceclaims"):
-                seen_claims.append(out["metadata"]["name"])
-            return out
-
-        client.request = request  # type: ignore[method-assign]
-        return loop.Scheduler(client, allocate=_allocator(), scheduler_name="flaky-ext-scheduler")
-
-    sched = SchedulerThread(cluster.url, make).start()
+    sched = SchedulerThread(cluster.url, flaky_scheduler("flaky-ext-scheduler", failures, seen_claims)).start()
     try:
         create(cluster, f"/api/v1/namespaces/{ns}/pods",
                gpu_pod(ns, "two", 2, "deviceclass.resource.kubernetes.io/gpu.example.com",
