@@ -572,6 +572,8 @@ class _Comparison:
 
 def _compare(prop: defs.Schema, lhs: Any, rhs: Any, path: Path, c: _Comparison) -> None:
     """typed.Compare: leaves report added/modified/removed; containers report only added/removed."""
+    if lhs is not MISSING and rhs is not MISSING and (lhs is rhs or _equal(lhs, rhs)):
+        return  # an unchanged subtree reports nothing (most of an object on an update)
     t = _deduce(prop, rhs if rhs is not MISSING else lhs)
     leaf = True
     if _granular_map(t):
@@ -852,9 +854,13 @@ def _store_managed(obj: Obj, managed: Managed) -> None:
         meta["managedFields"] = _encode_managed(managed)
 
 
-def _without_managed_fields(obj: Obj) -> Obj:
-    out = clone(obj)
+def _without_managed_fields(obj: Obj, copy: bool = True) -> Obj:
+    """`obj` without metadata.managedFields: a deep copy, or (copy=False, for read-only use) a view that shares
+    everything but the top level and metadata."""
+    out = clone(obj) if copy else dict(obj)
     if isinstance(out.get("metadata"), dict):
+        if not copy:
+            out["metadata"] = dict(out["metadata"])
         out["metadata"].pop("managedFields", None)
     return out
 
@@ -988,7 +994,7 @@ def _with_zero(obj: Obj, zero: Obj) -> Obj:
     Stored objects may omit empty non-pointer structs (`status: {}`) that upstream's typed values
     always carry; comparing with them missing would report them as newly added containers.
     """
-    out = clone(obj)
+    out = dict(obj)  # the callers only read the result: copy just the dicts on the way to what is filled in
     for k, z in zero.items():
         if k not in out:
             out[k] = clone(z)
@@ -1029,7 +1035,7 @@ def track_update(old: Obj | None, new: Obj, *, manager: str, api_version: str, d
         return result
     root = _root(definition)
     zero = _zero_object(definition, api_version)
-    live = _with_zero(_without_managed_fields(old), zero) if old is not None else zero
+    live = _with_zero(_without_managed_fields(old, copy=False), zero) if old is not None else zero
     me = _Entry(manager or "unknown", "Update", api_version, subresource, set())
     managed = _record_update(root, live, _with_zero(result, zero), managed, me, now, _ignored(reset_fields))
     _store_managed(result, _cap_update_managers(managed))
