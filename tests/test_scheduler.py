@@ -449,3 +449,32 @@ def test_post_filter_leaves_a_claim_in_use_alone(cluster: Server, ns: str):
     got = get(cluster, f"{base}/busy")["status"]
     assert got["allocation"] == before and [x["name"] for x in got["reservedFor"]] == ["user"]
     assert node_of(cluster, ns, "pinned") is None
+
+
+def test_node_changes_reach_the_next_pod_of_the_same_shape(cluster: Server, ns: str):
+    """The scheduler remembers per-node verdicts for pods of one shape; a node change (here a NoSchedule taint,
+    then its removal) must reach the very next pod of that shape."""
+    create(cluster, f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates", template(ns))
+    pinned = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}]}}}
+
+    def same_shape(name: str) -> dict:
+        return pod(ns, name, [{"name": "gpu", "resourceClaimTemplateName": "gpu"}], affinity=pinned)
+
+    def set_taints(taints: list | None) -> None:
+        code, _, body = cluster.request("PATCH", "/api/v1/nodes/node-1", {"spec": {"taints": taints}},
+                                        content_type="application/merge-patch+json")
+        assert code == 200, body
+
+    create(cluster, f"/api/v1/namespaces/{ns}/pods", same_shape("first"))
+    assert wait_for(lambda: node_of(cluster, ns, "first"), 30, what="first bound") == "node-1"
+    set_taints([{"key": "maintenance", "value": "now", "effect": "NoSchedule"}])
+    try:
+        create(cluster, f"/api/v1/namespaces/{ns}/pods", same_shape("second"))
+        ev = wait_for(lambda: events(cluster, ns, "second", "FailedScheduling"), 30, what="FailedScheduling")
+        assert ev[0]["message"] == ("0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, "
+                                    "1 node(s) had untolerated taint {maintenance: now}."), ev
+        assert node_of(cluster, ns, "second") is None
+    finally:
+        set_taints(None)
+    assert wait_for(lambda: node_of(cluster, ns, "second"), 30, what="second bound once untainted") == "node-1"
