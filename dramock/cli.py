@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 
-from dramock import KUBERNETES_VERSION, __version__
+from dramock import KUBERNETES_VERSION, __version__, configure_logging
 
 EXAMPLE_DRIVER = "gpu.example.com"
 EXAMPLE_GPUS_PER_NODE = 8
@@ -108,8 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "controller-manager":
         from dramock.controllers.manager import run_controller_manager
 
-        logging.basicConfig(level=logging.DEBUG if args.verbosity >= 4 else logging.INFO,
-                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        configure_logging(args.verbosity)
         return run_controller_manager(args.kubeconfig, f"dramock-controller-manager/{__version__}")
     if args.command == "scheduler":
         from dramock.scheduler.__main__ import run_from_args
@@ -125,8 +124,7 @@ def _run_node_component(args: argparse.Namespace) -> int:
 
     from dramock.kubelet.kubelet import server_url
 
-    logging.basicConfig(level=logging.DEBUG if args.verbosity >= 4 else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(args.verbosity)
     if not args.kubeconfig and not args.server:
         print(f"dramock {args.command}: one of --kubeconfig or --server is required", file=sys.stderr)
         return 2
@@ -149,8 +147,7 @@ def _run_server(args: argparse.Namespace) -> int:
     from dramock.apiserver.app import APIServer, ServerConfig
     from dramock.schemas import featuregates, registry
 
-    logging.basicConfig(level=logging.DEBUG if args.verbosity >= 4 else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(args.verbosity)
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     try:
         gates = featuregates.parse(args.feature_gates)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import socket
 import sys
 
+from dramock import configure_logging
 from dramock.kubelet.kubelet import DEFAULT_ROOT_DIR, KubeletConfig, run_kubelet, server_url
 from dramock.kubelet.node import NodeConfig
 
@@ -59,8 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if not args.kubeconfig and not args.server:
         p.error("one of --kubeconfig or --server is required")
-    logging.basicConfig(level=logging.DEBUG if args.verbosity >= 4 else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(args.verbosity)
     asyncio.run(run_kubelet(server_url(args.server, args.kubeconfig), config_from_args(args)))
     return 0
 

@@ -47,6 +47,7 @@ from typing import Any
 import aiohttp
 import grpc
 
+from dramock import configure_logging
 from dramock.client.rest import APIStatusError, Client, resource_path
 from dramock.kubelet.kubelet import DEFAULT_ROOT_DIR
 from dramock.kubelet.proto import (
@@ -551,8 +552,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if not args.kubeconfig and not args.server:
         p.error("one of --kubeconfig or --server is required")
-    logging.basicConfig(level=logging.DEBUG if args.verbosity >= 4 else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(args.verbosity)
     asyncio.run(run_from_args(server_url(args.server, args.kubeconfig), args))
     return 0
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import signal
 import sys
 
+from dramock import configure_logging
 from dramock.client.rest import server_from_kubeconfig
 
 
@@ -32,8 +32,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     except featuregates.FeatureGateError as e:
         print(f"dramock scheduler: invalid argument for --feature-gates: {e}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=logging.DEBUG if args.verbosity >= 4 else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(args.verbosity)
     server = args.server.rstrip("/") if args.server else server_from_kubeconfig(args.kubeconfig)
 
     async def main() -> None:
