@@ -188,13 +188,14 @@ def _run_server(args: argparse.Namespace) -> int:
 
 
 def _node_root(data_dir: str, node: str) -> str:
-    """Where a simulated node keeps its plugin sockets. Unix socket paths are limited to ~107 bytes, so a
-    deep data dir falls back to a short temporary directory."""
+    """Where a simulated node keeps its plugin sockets. A data dir too deep for the longest socket the node's
+    driver binds (Unix socket paths hold at most 107 bytes) falls back to a short temporary directory."""
     import tempfile
 
+    from dramock.kubelet.sockets import driver_sockets, fits
+
     root = os.path.join(os.path.abspath(data_dir), "nodes", node)
-    longest = os.path.join(root, "plugins", EXAMPLE_DRIVER, "dra.sock")
-    if len(longest.encode()) > 100:
+    if not all(fits(p) for p in driver_sockets(root, EXAMPLE_DRIVER)):
         root = tempfile.mkdtemp(prefix=f"dramock-{node}-")
         logging.getLogger("dramock").info("%s: the data dir is too deep for plugin sockets; node root is %s",
                                           node, root)
@@ -214,11 +215,10 @@ def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool], sto
         client = Client(url, f"dramock-controller-manager/{__version__}")
         from dramock.scheduler.loop import run_scheduler
 
-        tasks = [asyncio.create_task(ControllerManager(client).run(stop)),
-                 asyncio.create_task(run_scheduler(url, stop, gates=gates,
-                                                   user_agent=f"dramock-scheduler/{__version__}"))]
+        tasks = [_component_task(ControllerManager(client).run(stop)),
+                 _component_task(run_scheduler(url, stop, gates=gates, user_agent=f"dramock-scheduler/{__version__}"))]
         if nodes > 0:
-            tasks.append(asyncio.create_task(_start_nodes(url, nodes, data_dir, stop, tasks)))
+            tasks.append(_component_task(_start_nodes(url, nodes, data_dir, stop, tasks)))
         yield
         stop.set()
         for t in tasks:
@@ -227,6 +227,20 @@ def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool], sto
         await client.close()
 
     return ctx
+
+
+def _component_task(coro):
+    """A bundled component as a task whose failure is logged: a component that dies must say why."""
+    import asyncio
+
+    def report(task: asyncio.Task) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            logging.getLogger("dramock").error("component %s failed: %s", coro.__qualname__, task.exception(),
+                                               exc_info=task.exception())
+
+    task = asyncio.create_task(coro)
+    task.add_done_callback(report)
+    return task
 
 
 async def _start_nodes(url: str, nodes: int, data_dir: str, stop, tasks: list) -> None:
@@ -249,7 +263,6 @@ async def _start_nodes(url: str, nodes: int, data_dir: str, stop, tasks: list) -
     for i in range(1, nodes + 1):
         name = f"node-{i}"
         root = _node_root(data_dir, name)
-        tasks.append(asyncio.create_task(run_kubelet(url, KubeletConfig(node=NodeConfig(name=name), root_dir=root),
-                                                     stop)))
-        tasks.append(asyncio.create_task(run_driver(url, name, driver=EXAMPLE_DRIVER,
-                                                    devices=EXAMPLE_GPUS_PER_NODE, root_dir=root, stop=stop)))
+        tasks.append(_component_task(run_kubelet(url, KubeletConfig(node=NodeConfig(name=name), root_dir=root), stop)))
+        tasks.append(_component_task(run_driver(url, name, driver=EXAMPLE_DRIVER, devices=EXAMPLE_GPUS_PER_NODE,
+                                                root_dir=root, stop=stop)))

@@ -94,9 +94,13 @@ def start_server(tmp_dir: str, *extra: str, command: str = "apiserver") -> Serve
     url = f"http://127.0.0.1:{port}"
     proc = _spawn(args, url)
     kubeconfig = os.path.join(tmp_dir, "kubeconfig")
-    with open(kubeconfig, "w") as f:
-        f.write(subprocess.run([sys.executable, "-m", "dramock", "kubeconfig", "--server", url],
-                               capture_output=True, text=True, check=True).stdout)
+    try:
+        with open(kubeconfig, "w") as f:
+            f.write(subprocess.run([sys.executable, "-m", "dramock", "kubeconfig", "--server", url],
+                                   capture_output=True, text=True, check=True).stdout)
+    except BaseException:
+        stop_process(proc)
+        raise
     return Server(url, port, data_dir, kubeconfig, proc, args)
 
 
@@ -125,6 +129,42 @@ def stop_process(proc: subprocess.Popen) -> str:
 
 def stop(server: Server) -> None:
     stop_process(server.proc)
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every live process below `pid`, read from /proc (children first found, grandchildren after)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rpartition(")")[2].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], list(children.get(pid, []))
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        todo.extend(children.get(p, []))
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_process_outlives_the_run() -> Iterator[None]:
+    """The last line of defence behind every fixture's own cleanup: whatever the suite started and left
+    running (a fixture that failed half-way, a test killed by its timeout) is killed when the session ends."""
+    yield
+    if not os.path.isdir("/proc"):
+        return
+    leftovers = _descendants(os.getpid())
+    for pid in leftovers:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    if leftovers:
+        sys.stderr.write(f"\nkilled {len(leftovers)} process(es) left running by the test session\n")
 
 
 @pytest.fixture(scope="session")

@@ -49,6 +49,7 @@ import grpc
 
 from dramock import configure_logging
 from dramock.client.rest import APIStatusError, Client, resource_path
+from dramock.kubelet import sockets
 from dramock.kubelet.kubelet import DEFAULT_ROOT_DIR
 from dramock.kubelet.proto import (
     dra_v1_pb2,
@@ -425,11 +426,13 @@ async def run_driver(server: str, node_name: str, driver: str = DEFAULT_DRIVER, 
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
     cfg = config or DeviceConfig(gpus=devices)
-    registry_dir = registry_dir or os.path.join(root_dir, "plugins_registry")
-    plugins_dir = plugins_dir or os.path.join(root_dir, "plugins")
+    registry_dir = registry_dir or sockets.registry_dir(root_dir)
+    plugins_dir = plugins_dir or sockets.plugins_dir(root_dir)
     cdi_dir = cdi_dir or os.path.join(root_dir, "cdi")
-    reg_sock = os.path.join(registry_dir, f"{driver}-reg.sock")
-    dra_sock = os.path.join(plugins_dir, driver, "dra.sock")
+    reg_sock = sockets.registration_socket(registry_dir, driver)
+    dra_sock = sockets.plugin_socket(plugins_dir, driver)
+    for p in (reg_sock, dra_sock):
+        sockets.check_socket_path(p)
     os.makedirs(registry_dir, exist_ok=True)
     os.makedirs(os.path.dirname(dra_sock), exist_ok=True)
     for p in (reg_sock, dra_sock):
@@ -442,14 +445,14 @@ async def run_driver(server: str, node_name: str, driver: str = DEFAULT_DRIVER, 
         _dra_servicer(dra_v1_pb2, dra_v1_pb2_grpc.DRAPluginServicer, drv), dra_server)
     dra_v1beta1_pb2_grpc.add_DRAPluginServicer_to_server(
         _dra_servicer(dra_v1beta1_pb2, dra_v1beta1_pb2_grpc.DRAPluginServicer, drv), dra_server)
-    dra_server.add_insecure_port(f"unix:{dra_sock}")
     registration = _Registration(driver, dra_sock)
     reg_server = grpc.aio.server()
     pluginregistration_v1_pb2_grpc.add_RegistrationServicer_to_server(registration, reg_server)
-    reg_server.add_insecure_port(f"unix:{reg_sock}")
     publisher = SlicePublisher(client, driver, node_name)
     config_mtime: int | None = None
     try:
+        _bind(dra_server, dra_sock)
+        _bind(reg_server, reg_sock)
         await dra_server.start()
         await reg_server.start()
         while not stop.is_set():
@@ -479,6 +482,13 @@ async def run_driver(server: str, node_name: str, driver: str = DEFAULT_DRIVER, 
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(p)
         await client.close()
+
+
+def _bind(server: grpc.aio.Server, path: str) -> None:
+    try:
+        server.add_insecure_port(f"unix:{path}")
+    except RuntimeError as e:  # grpc says only "Failed to bind to address"
+        raise sockets.SocketPathError(f"cannot bind unix socket {path} ({len(os.fsencode(path))} bytes): {e}") from e
 
 
 def device_class(driver: str) -> Obj:

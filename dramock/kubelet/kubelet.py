@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from dramock.client.informer import cancel_all
 from dramock.client.rest import APIStatusError, Client, resource_path, server_from_kubeconfig
+from dramock.kubelet import sockets
 from dramock.kubelet.node import NodeConfig, NodeLease, register_node
 from dramock.kubelet.plugins import DRAPluginClient, PluginRegistry, PluginWatcher
 
@@ -37,8 +38,8 @@ class KubeletConfig:
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.registry_dir = self.registry_dir or os.path.join(self.root_dir, "plugins_registry")
-        self.plugins_dir = self.plugins_dir or os.path.join(self.root_dir, "plugins")
+        self.registry_dir = self.registry_dir or sockets.registry_dir(self.root_dir)
+        self.plugins_dir = self.plugins_dir or sockets.plugins_dir(self.root_dir)
 
 
 class Kubelet:
