@@ -20,22 +20,20 @@ from dramock.schemas.registry import Kind
 from dramock.schemas.validation.field import (  # noqa: F401  (re-exported for the apiserver)
     Cause,
     cause,
-    dns_label_errors,
-    dns_subdomain_errors,
     forbidden,
     invalid_value,
     required,
     semantic_equal,
-    validate_object_meta,
-    validate_object_meta_update,
 )
+from dramock.schemas.validation.meta import validate_object_meta, validate_object_meta_update
+from dramock.schemas.validation.names import validate_dns1123_label, validate_dns1123_subdomain
 
 Obj = dict[str, Any]
 
 class Strategy:
     """Defaults shared by every kind; subclasses override the hooks upstream overrides."""
 
-    name_check: Callable[[str, str], list[Cause]] = staticmethod(dns_subdomain_errors)
+    name_check: Callable[[str, str], list[Cause]] = staticmethod(validate_dns1123_subdomain)
 
     def __init__(self, kind: Kind, gates: FeatureGates):
         self.kind = kind
@@ -241,7 +239,7 @@ class DeviceTaintRuleStrategy(Strategy):
 
 
 class NamespaceStrategy(Strategy):
-    name_check = staticmethod(dns_label_errors)
+    name_check = staticmethod(validate_dns1123_label)
 
     def default(self, obj: Obj) -> None:
         # The NamespaceLifecycle controller's label, added by the defaulter upstream.

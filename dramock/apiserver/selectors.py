@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dramock.errors import bad_request
+from dramock.schemas.validation.names import is_label_value, is_qualified_name
 
 Obj = dict[str, Any]
 
@@ -30,9 +31,6 @@ class Requirement:
 
 
 _TOKEN = re.compile(r"\s*(!=|==|=|\(|\)|,|!|[^\s!=(),]+)")
-_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-                  r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 
 
 def parse_label_selector(text: str) -> list[Requirement]:
@@ -45,12 +43,12 @@ def parse_label_selector(text: str) -> list[Requirement]:
         return bad_request(f"unable to parse requirement: {msg}")
 
     def key_ok(key: str) -> str:
-        if not _KEY.match(key) or len(key.split("/")[-1]) > 63:
+        if is_qualified_name(key):
             raise fail(f'found \'{key}\', expected: valid label key')
         return key
 
     def value_ok(v: str) -> str:
-        if len(v) > 63 or not _VALUE.match(v):
+        if is_label_value(v):
             raise fail(f"invalid label value: \"{v}\": at key: ...")
         return v
 

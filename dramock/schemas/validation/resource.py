@@ -24,7 +24,29 @@ from typing import Any
 
 from dramock.schemas.featuregates import FeatureGates
 from dramock.schemas.quantity import Quantity, parse_or_none
-from dramock.schemas.validation.field import cause, forbidden, invalid_value, required, semantic_equal
+from dramock.schemas.validation.field import (  # noqa: F401  (too_long re-exported)
+    cause,
+    forbidden,
+    invalid_value,
+    required,
+    semantic_equal,
+    too_long,
+)
+from dramock.schemas.validation.names import (  # noqa: F401  (re-exported for pod.py)
+    full_match,
+    is_c_identifier,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_label_value,
+    is_qualified_name,
+    max_len_error,
+    regex_error,
+    validate_dns1123_label,
+    validate_dns1123_subdomain,
+    validate_label_name,
+    validate_label_value,
+    validate_labels,
+)
 
 try:  # Written by another engineer; validation works (without compiling CEL) when it is missing.
     from dramock.schemas import cel as _cel
@@ -96,10 +118,6 @@ def too_many(field: str, actual: int, maximum: int) -> Cause:
     return cause("FieldValueTooMany", field, f"Too many: {actual}: must have at most {maximum} items")
 
 
-def too_long(field: str, maximum: int) -> Cause:
-    return cause("FieldValueTooLong", field, f"Too long: may not be more than {maximum} bytes")
-
-
 def duplicate(field: str, value: Any) -> Cause:
     return cause("FieldValueDuplicate", field, f"Duplicate value: {render(value)}")
 
@@ -140,134 +158,6 @@ def index(path: str, i: int) -> str:
 
 def key(path: str, k: str) -> str:
     return f"{path}[{k}]"
-
-
-# --- apimachinery content checks (k8s.io/apimachinery/pkg/util/validation) ---
-
-_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_LABEL_RE = re.compile(f"^{_DNS1123_LABEL_FMT}$")
-_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
-_DNS1123_SUBDOMAIN_RE = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}$")
-_QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QUALIFIED_NAME_RE = re.compile(f"^{_QUALIFIED_NAME_FMT}$")
-_LABEL_VALUE_FMT = "(" + _QUALIFIED_NAME_FMT + ")?"
-_LABEL_VALUE_RE = re.compile(f"^{_LABEL_VALUE_FMT}$")
-_C_IDENTIFIER_FMT = "[A-Za-z_][A-Za-z0-9_]*"
-_C_IDENTIFIER_RE = re.compile(f"^{_C_IDENTIFIER_FMT}$")
-
-
-def regex_error(msg: str, fmt: str, *examples: str) -> str:
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    msg += " (e.g. "
-    for i, example in enumerate(examples):
-        if i > 0:
-            msg += " or "
-        msg += f"'{example}', "
-    return msg + f"regex used for validation is '{fmt}')"
-
-
-def max_len_error(n: int) -> str:
-    return f"must be no more than {n} characters"
-
-
-def _fullmatch(regex: re.Pattern, value: str) -> bool:
-    # `$` also matches before a trailing newline; Go's regexp does not.
-    return regex.match(value) is not None and not value.endswith("\n")
-
-
-def is_dns1123_label(value: str) -> list[str]:
-    errs = []
-    if len(value) > 63:
-        errs.append(max_len_error(63))
-    if not _fullmatch(_DNS1123_LABEL_RE, value):
-        errs.append(regex_error("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
-                                "'-', and must start and end with an alphanumeric character",
-                                _DNS1123_LABEL_FMT, "my-name", "123-abc"))
-    return errs
-
-
-def is_dns1123_subdomain(value: str) -> list[str]:
-    errs = []
-    if len(value) > 253:
-        errs.append(max_len_error(253))
-    if not _fullmatch(_DNS1123_SUBDOMAIN_RE, value):
-        errs.append(regex_error("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-                                "'-' or '.', and must start and end with an alphanumeric character",
-                                _DNS1123_SUBDOMAIN_FMT, "example.com"))
-    return errs
-
-
-_QUALIFIED_NAME_ERR = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-                       "alphanumeric character")
-
-
-def is_qualified_name(value: str) -> list[str]:
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            errs.extend("prefix part " + m for m in is_dns1123_subdomain(prefix))
-    else:
-        return ["a qualified name " + regex_error(_QUALIFIED_NAME_ERR, _QUALIFIED_NAME_FMT, "MyName", "my.name",
-                                                  "123-abc")
-                + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part " + max_len_error(63))
-    if not _fullmatch(_QUALIFIED_NAME_RE, name):
-        errs.append("name part " + regex_error(_QUALIFIED_NAME_ERR, _QUALIFIED_NAME_FMT, "MyName", "my.name",
-                                               "123-abc"))
-    return errs
-
-
-def is_label_value(value: str) -> list[str]:
-    errs = []
-    if len(value) > 63:
-        errs.append(max_len_error(63))
-    if not _fullmatch(_LABEL_VALUE_RE, value):
-        errs.append(regex_error("a valid label must be an empty string or consist of alphanumeric characters, '-', "
-                                "'_' or '.', and must start and end with an alphanumeric character",
-                                _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errs
-
-
-def is_c_identifier(value: str) -> list[str]:
-    if _fullmatch(_C_IDENTIFIER_RE, value):
-        return []
-    return [regex_error("a valid C identifier must start with alphabetic character or '_', followed by a string of "
-                        "alphanumeric characters or '_'", _C_IDENTIFIER_FMT, "my_name", "MY_NAME", "MyName")]
-
-
-def validate_dns1123_label(value: str, path: str) -> list[Cause]:
-    return [invalid_value(path, value, m) for m in is_dns1123_label(value)]
-
-
-def validate_dns1123_subdomain(value: str, path: str) -> list[Cause]:
-    return [invalid_value(path, value, m) for m in is_dns1123_subdomain(value)]
-
-
-def validate_label_name(value: str, path: str) -> list[Cause]:
-    """metav1validation.ValidateLabelName."""
-    return [invalid_value(path, value, m) for m in is_qualified_name(value)]
-
-
-def validate_label_value(value: str, path: str) -> list[Cause]:
-    return [invalid_value(path, value, m) for m in is_label_value(value)]
-
-
-def validate_labels(labels: Any, path: str) -> list[Cause]:
-    errs: list[Cause] = []
-    for k, v in (labels or {}).items():
-        errs.extend(validate_label_name(k, path))
-        errs.extend(validate_label_value(v if isinstance(v, str) else str(v), path))
-    return errs
 
 
 def validate_annotations(annotations: Any, path: str) -> list[Cause]:
@@ -388,7 +278,7 @@ def validate_conditions(conditions: Any, path: str) -> list[Cause]:
         if not reason:
             errs.append(required(child(p, "reason"), "must be set"))
         else:
-            if not _fullmatch(_CONDITION_REASON_RE, reason):
+            if not full_match(_CONDITION_REASON_RE, reason):
                 errs.append(invalid_value(child(p, "reason"), reason, regex_error(
                     "a condition reason must start with alphabetic character, optionally followed by a string of "
                     "alphanumeric characters or '_,:', and must end with an alphanumeric character or '_'",
@@ -1396,7 +1286,7 @@ def _validate_attribute_string(value: str, path: str) -> list[Cause]:
 
 def _validate_attribute_version(value: str, path: str) -> list[Cause]:
     errs: list[Cause] = []
-    if not _fullmatch(_SEMVER_RE, value):
+    if not full_match(_SEMVER_RE, value):
         errs.append(invalid_value(path, value, "must be a string compatible with semver.org spec 2.0.0"))
     errs += _validate_attribute_string(value, path)
     return errs
