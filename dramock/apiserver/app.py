@@ -22,7 +22,7 @@ from prometheus_client import (
 from dramock import errors
 from dramock.admission import strategy as strategies
 from dramock.admission.chain import SYSTEM_NAMESPACES, Admission
-from dramock.apiserver import codec, discovery, openapi
+from dramock.apiserver import codec, discovery, health, openapi, params
 from dramock.apiserver.rest import Call, Rest, Result, meta, now_rfc3339, stamp_resource_version
 from dramock.apiserver.watch import WatchHandler
 from dramock.jsonvalue import clone
@@ -97,7 +97,7 @@ class APIServer:
         self.rest = Rest(self.store, self.admission)
         self.metrics = Metrics()
         self.watch = WatchHandler(self.store, config.bookmark_interval, self.metrics.on_watchers)
-        self.ready = False
+        self.health = health.HealthState()
         self._compactor: asyncio.Task | None = None
 
     def _namespace_labels(self, name: str) -> dict[str, str] | None:
@@ -118,10 +118,10 @@ class APIServer:
     async def _on_startup(self, _app: web.Application) -> None:
         self._seed_namespaces()
         self._compactor = asyncio.create_task(self._compact_loop())
-        self.ready = True
+        self.health.started = True
 
     async def _on_shutdown(self, _app: web.Application) -> None:
-        self.ready = False
+        self.health.shutting_down = True
         self.watch.close_all()
 
     async def _on_cleanup(self, _app: web.Application) -> None:
@@ -184,7 +184,7 @@ class APIServer:
                                            "/openapi/v2", "/openapi/v3", "/version"])})
         head = parts[0]
         if head in ("healthz", "livez", "readyz"):
-            return self._health(head)
+            return health.respond(head, parts[1:], request, self.health)
         if head == "version" and len(parts) == 1:
             return _json(discovery.version_info())
         if head == "metrics" and len(parts) == 1:
@@ -214,11 +214,6 @@ class APIServer:
                 raise errors.path_not_found()
             return await self._resource_request(request, group, parts[2], parts[3:])
         raise errors.path_not_found()
-
-    def _health(self, head: str) -> web.Response:
-        if head == "readyz" and not self.ready:
-            return web.Response(status=500, text="[-]ready failed: not ready\nreadyz check failed\n")
-        return web.Response(text="ok")  # also for the per-check paths such as /healthz/ping
 
     def _discovery(self, request: web.Request, core: bool) -> web.Response:
         if discovery.wants_aggregated(request.headers.get("Accept", "")):
@@ -260,7 +255,7 @@ class APIServer:
         kind = route.kind
         assert kind is not None
         call = Call(kind, route.namespace, route.name, route.subresource, request.query,
-                    user_agent=request.headers.get("User-Agent", ""))
+                    user_agent=request.headers.get("User-Agent", ""), verb=route.verb)
         accept = codec.negotiate(request.headers.get("Accept"))
         if route.verb == "watch":
             return await self.watch.serve(request, call, accept, self._table_for_watch(call))
@@ -391,13 +386,13 @@ class APIServer:
             if kind.namespaced and namespace is None and method not in ("GET",):
                 raise errors.path_not_found() if method != "POST" else errors.method_not_allowed(
                     "create", kind.plural, kind.group)
-            verb = {"GET": "watch" if _bool(query.get("watch")) else "list", "POST": "create",
+            verb = {"GET": "watch" if params.query_bool(query.get("watch")) else "list", "POST": "create",
                     "DELETE": "deletecollection"}.get(method)
         elif sub == "binding":
             verb = "create" if method == "POST" else None
         else:
-            verb = {"GET": "watch" if _bool(query.get("watch")) else "get", "PUT": "update", "PATCH": "patch",
-                    "DELETE": "delete"}.get(method)
+            verb = {"GET": "watch" if params.query_bool(query.get("watch")) else "get", "PUT": "update",
+                    "PATCH": "patch", "DELETE": "delete"}.get(method)
             if sub and verb == "delete":
                 verb = None
             if sub == "finalize" and verb not in ("update",):
@@ -424,10 +419,6 @@ def _scope(route: Route) -> str:
     if route.kind.namespaced and route.namespace:
         return "namespace"
     return "cluster"
-
-
-def _bool(raw: str | None) -> bool:
-    return (raw or "").lower() in ("1", "true")
 
 
 

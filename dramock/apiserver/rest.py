@@ -21,7 +21,7 @@ from multidict import MultiMapping
 from dramock import errors
 from dramock.admission import strategy as strategies
 from dramock.admission.chain import Admission
-from dramock.apiserver import codec, fieldmanager, patch, selectors
+from dramock.apiserver import codec, fieldmanager, params, patch, selectors
 from dramock.jsonvalue import clone
 from dramock.schemas import convert
 from dramock.schemas.registry import Kind
@@ -62,17 +62,14 @@ class Call:
     query: MultiMapping[str]
     user_agent: str = ""
     warnings: list[str] = field(default_factory=list)
+    verb: str = ""  # the request verb, for option errors (CreateOptions, UpdateOptions, ...)
 
     def param(self, key: str, default: str = "") -> str:
         return self.query.get(key, default)
 
     @property
     def dry_run(self) -> bool:
-        values = self.query.getall("dryRun", [])
-        for v in values:
-            if v != "All":
-                raise errors.bad_request(f'Invalid dryRun value: "{v}". Valid values: "All"')
-        return bool(values)
+        return params.check_dry_run(self.verb, self.query.getall("dryRun", []))
 
     @property
     def field_manager(self) -> str:
@@ -86,11 +83,7 @@ class Call:
 
     @property
     def field_validation(self) -> str:
-        fv = self.param("fieldValidation", "Warn") or "Warn"
-        if fv not in ("Strict", "Warn", "Ignore"):
-            raise errors.bad_request(
-                f'Invalid fieldValidation value: "{fv}". Valid values: "Ignore", "Strict", "Warn"')
-        return fv
+        return params.check_field_validation(self.verb, self.param("fieldValidation"))
 
 
 @dataclass
@@ -132,12 +125,7 @@ class Rest:
         token = call.param("continue")
         rv = call.param("resourceVersion")
         rv_match = call.param("resourceVersionMatch")
-        if rv_match and rv_match not in ("Exact", "NotOlderThan"):
-            raise errors.bad_request(f'resourceVersionMatch: Unsupported value: "{rv_match}": supported '
-                                     f'values: "Exact", "NotOlderThan"')
-        if rv_match and not rv:
-            raise errors.bad_request("resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden "
-                                     "unless resourceVersion is provided")
+        params.check_list_options(rv, rv_match, token, params.query_bool(call.query.get("sendInitialEvents")))
         at: int | None = None
         start_after = ""
         if token:
@@ -444,13 +432,13 @@ class Rest:
                 m["deletionGracePeriodSeconds"] = grace
             if kind.plural == "namespaces":
                 obj.setdefault("status", {})["phase"] = "Terminating"
-            if obj == old:
-                body = convert.from_storage(old, kind)
-                return Result(body, 202 if kind.return_deleted_object else 200, deleted=body)
-            if not call.dry_run:
+            # Upstream answers 200 with the object still present; 202 only for the deprecated
+            # orphanDependents=false (kept for old clients).
+            status = 202 if options.get("orphanDependents") is False else 200
+            if obj != old and not call.dry_run:
                 obj = self.store.update(kind.storage_bucket, key, obj)
             body = convert.from_storage(obj, kind)
-            return Result(body, 202, deleted=body)
+            return Result(body, status, deleted=body)
         if call.dry_run:
             return self._deleted_result(kind, old)
         stored = self.store.delete(kind.storage_bucket, key)
@@ -500,15 +488,7 @@ class Rest:
             options["gracePeriodSeconds"] = _int_param(call, "gracePeriodSeconds", 0)
         if "propagationPolicy" in call.query:
             options["propagationPolicy"] = call.param("propagationPolicy")
-        policy = options.get("propagationPolicy")
-        if policy and "orphanDependents" in options and options["orphanDependents"] is not None:
-            raise errors.invalid("DeleteOptions", "meta.k8s.io", "", [strategies.cause(
-                "FieldValueInvalid", "propagationPolicy", f'Invalid value: "{policy}": orphanDependents and '
-                "deletionPropagation cannot be both set")])
-        if policy and policy not in ("Orphan", "Background", "Foreground"):
-            raise errors.invalid("DeleteOptions", "meta.k8s.io", "", [strategies.cause(
-                "FieldValueNotSupported", "propagationPolicy",
-                f'Unsupported value: "{policy}": supported values: "Foreground", "Background", "Orphan"')])
+        params.check_propagation_policy(options)
         if options.get("dryRun"):
             call.query = _with_dry_run(call.query)
         return options
@@ -600,10 +580,7 @@ def _int_param(call: Call, key: str, default: int) -> int:
     raw = call.param(key)
     if raw == "":
         return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise errors.bad_request(f'{key}: Invalid value: "{raw}": must be an integer')
+    return params.query_int(raw, key)
 
 
 def _parse_rv(raw: str, conflict_on_bad: tuple[Kind, str] | None = None) -> int:

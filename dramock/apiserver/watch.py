@@ -14,7 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from dramock import errors
-from dramock.apiserver import codec, selectors
+from dramock.apiserver import codec, params, selectors
 from dramock.apiserver.rest import Call
 from dramock.schemas import convert
 from dramock.schemas.registry import Kind
@@ -97,8 +97,8 @@ class WatchHandler:
         match = selectors.predicate(label_reqs, field_reqs, kind.field_value)
         rv = call.param("resourceVersion")
         rv_match = call.param("resourceVersionMatch")
-        send_initial = _bool(q.get("sendInitialEvents"))
-        bookmarks = _bool(q.get("allowWatchBookmarks"))
+        send_initial = params.query_bool(q.get("sendInitialEvents"))
+        bookmarks = params.query_bool(q.get("allowWatchBookmarks"))
         if send_initial is not None:
             causes = []
             if rv_match != "NotOlderThan":
@@ -118,10 +118,7 @@ class WatchHandler:
                            "provided"}])
         timeout = DEFAULT_TIMEOUT
         if q.get("timeoutSeconds"):
-            try:
-                timeout = float(q["timeoutSeconds"])
-            except ValueError:
-                raise errors.bad_request(f'timeoutSeconds: Invalid value: "{q["timeoutSeconds"]}"')
+            timeout = float(params.query_int(q["timeoutSeconds"], "timeoutSeconds")) or DEFAULT_TIMEOUT
         start_rev: int | None = None
         if rv not in ("", "0") and not send_initial:
             try:
@@ -174,7 +171,8 @@ class WatchHandler:
                 out += encoder.line(BOOKMARK, _bookmark(kind, snapshot_rev, initial_end=True))
             if out:
                 await resp.write(bytes(out))
-            await self._stream(resp, watcher, encoder, timeout, bookmarks)
+            await self._stream(resp, watcher, encoder, timeout, bookmarks,
+                               start_rev if start_rev is not None else snapshot_rev)
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         finally:
@@ -184,15 +182,24 @@ class WatchHandler:
         return resp
 
     async def _stream(self, resp: web.StreamResponse, watcher: Watcher, encoder: _Encoder, timeout: float,
-                      bookmarks: bool) -> None:
+                      bookmarks: bool, start_rev: int) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        next_bookmark = loop.time() + self.bookmark_interval
+
+        def next_bookmark_time(now: float) -> float | None:
+            # Upstream's cacher: every bookmark interval, and one 2 s before the watch times out so that the
+            # client can resume from a fresh resourceVersion; none once that moment has passed.
+            at = now + self.bookmark_interval
+            if deadline < at:
+                at = deadline - 2
+            return at if at >= now else None
+
+        next_bookmark = next_bookmark_time(loop.time()) if bookmarks else None
         while True:
             now = loop.time()
             if now >= deadline:
                 return
-            wait = min(deadline, next_bookmark) - now if bookmarks else deadline - now
+            wait = (min(deadline, next_bookmark) if next_bookmark is not None else deadline) - now
             try:
                 await asyncio.wait_for(watcher.wakeup.wait(), timeout=max(wait, 0))
             except TimeoutError:
@@ -204,9 +211,11 @@ class WatchHandler:
             while watcher.backlog:
                 t, ev = watcher.backlog.popleft()
                 out += encoder.event(t, ev)
-            if bookmarks and loop.time() >= next_bookmark:
-                out += encoder.line(BOOKMARK, _bookmark(encoder.kind, self.store.revision))
-                next_bookmark = loop.time() + self.bookmark_interval
+            if next_bookmark is not None and loop.time() >= next_bookmark:
+                # Only news: a bookmark must move the client past where its watch started.
+                if self.store.revision > start_rev:
+                    out += encoder.line(BOOKMARK, _bookmark(encoder.kind, self.store.revision))
+                next_bookmark = next_bookmark_time(loop.time())
             if out:
                 await resp.write(bytes(out))
 
@@ -251,9 +260,4 @@ def _bookmark(kind: Kind, revision: int, initial_end: bool = False) -> Obj:
         m["annotations"] = {INITIAL_EVENTS_END: "true"}
     return {"kind": kind.kind, "apiVersion": kind.api_version, "metadata": m}
 
-
-def _bool(raw: str | None) -> bool | None:
-    if raw is None or raw == "":
-        return None
-    return raw.lower() in ("1", "true", "yes")
 

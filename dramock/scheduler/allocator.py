@@ -10,7 +10,8 @@ by name, devices in slice order).
 Per feature (1.37 gates in dramock.schemas.featuregates):
   * pools: only the newest generation counts; a pool whose `resourceSliceCount` slices are not all
     present is incomplete and offers no device (and makes allocationMode All fail); duplicate device
-    names or dangling counter references make a pool invalid (an error once the search reaches it);
+    names or dangling counter references make a pool invalid: skipped, and reported only when the claims
+    cannot be satisfied from the other pools (allocationMode All fails at once on it);
     slices are node-local (`nodeName`), `nodeSelector`, `allNodes` or `perDeviceNodeSelection`.
   * selectors: class selectors AND request selectors, CEL through dramock.schemas.cel, memoized per
     (expression, device key); a CEL compile/runtime error fails the allocation with upstream's message.
@@ -599,9 +600,7 @@ class _Allocator:
         out = []
         for pool in self.pools:
             if pool.invalid:
-                # Upstream errors when the search reaches an invalid pool; remember the position.
-                out.append(pool)  # type: ignore[arg-type]
-                continue
+                continue  # skipped; reported only if nothing else can satisfy the pod (see run)
             for dev in pool.devices:
                 if self.selectable(ci, req, dev):
                     out.append(dev)
@@ -981,8 +980,6 @@ class _Allocator:
             undo()
             return False
         for dev in self.candidates(ci, req):
-            if isinstance(dev, _Pool):
-                raise _Error(f"pool {dev.name} is invalid: {dev.invalid}")
             undo = self.try_device(ci, req, dev, False)
             if undo is None:
                 continue
@@ -1084,6 +1081,9 @@ class _Allocator:
         self.gather_pools()
         self.prepare()
         if not self.claim_step(0):
+            if any(pool.invalid for pool in self.pools):
+                # Upstream: a node-local failure that names no pool, and only when the search found nothing.
+                return AllocationOutcome(reason="invalid resource pools were encountered")
             return AllocationOutcome(reason="cannot allocate all claims")
         return AllocationOutcome(allocations=self.build())
 
