@@ -187,3 +187,55 @@ def test_write_options_are_422(server: Server, method: str, path: str, query: st
     code, _, got = server.request(method, f"{path}?{query}", body)
     assert (code, got.get("message"), got.get("reason")) == (422, message, "Invalid"), got
     assert server.request("GET", "/api/v1/namespaces/default/configmaps/opts")[0] == 200  # not deleted
+
+
+# ---------------------------------------------------------------- warnings
+
+
+def _warnings(headers: dict) -> list[str]:
+    raw = headers.get("Warning", "")
+    return [w.strip() for w in raw.split("299 - ") if w.strip()]
+
+
+def test_resource_slice_with_an_uppercase_driver_warns(server: Server) -> None:
+    slice_ = {"metadata": {"name": "upper-driver"},
+              "spec": {"driver": "GPU.example.com", "pool": {"name": "p", "resourceSliceCount": 1},
+                       "nodeName": "n1"}}
+    code, headers, body = server.request("POST", f"{R}/resourceslices", slice_)
+    assert code == 201, body
+    want = '"spec.driver: driver names should be lowercase; \\"GPU.example.com\\" contains uppercase characters"'
+    assert _warnings(headers) == [want]
+    body["spec"]["nodeName"] = "n1"
+    code, headers, _ = server.request("PUT", f"{R}/resourceslices/upper-driver", body)
+    assert code == 200 and _warnings(headers) == [want]
+    lower = {**slice_, "metadata": {"name": "lower-driver"}, "spec": {**slice_["spec"], "driver": "gpu.example.com"}}
+    code, headers, _ = server.request("POST", f"{R}/resourceslices", lower)
+    assert code == 201 and not _warnings(headers)
+
+
+def test_deprecated_versions_warn_on_every_request(tmp_path) -> None:
+    from tests.conftest import start_server, stop
+
+    s = start_server(str(tmp_path), "--runtime-config",
+                     "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true,resource.k8s.io/v1alpha3=true")
+    try:
+        for path, want in [
+            ("/apis/resource.k8s.io/v1beta1/deviceclasses",
+             '"resource.k8s.io/v1beta1 DeviceClass is deprecated in v1.35+, unavailable in v1.38+"'),
+            ("/apis/resource.k8s.io/v1beta2/resourceclaims",
+             '"resource.k8s.io/v1beta2 ResourceClaim is deprecated in v1.36+, unavailable in v1.39+"'),
+            ("/apis/resource.k8s.io/v1alpha3/devicetaintrules",
+             '"resource.k8s.io/v1alpha3 DeviceTaintRule is deprecated in v1.36+, unavailable in v1.39+"'),
+        ]:
+            code, headers, _ = s.request("GET", path)
+            assert code == 200 and _warnings(headers) == [want], (path, headers)
+        # Not deprecated (yet): v1 and 1.37's v1beta2 DeviceTaintRule.
+        for path in ("/apis/resource.k8s.io/v1/deviceclasses", "/apis/resource.k8s.io/v1beta2/devicetaintrules"):
+            code, headers, _ = s.request("GET", path)
+            assert code == 200 and not _warnings(headers), (path, headers)
+        # Discovery lists the versions by priority: v1 first and preferred, then the betas, then the alpha.
+        code, _, group = s.request("GET", "/apis/resource.k8s.io")
+        assert [v["version"] for v in group["versions"]] == ["v1", "v1beta2", "v1beta1", "v1alpha3"]
+        assert group["preferredVersion"]["version"] == "v1"
+    finally:
+        stop(s)

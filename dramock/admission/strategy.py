@@ -69,6 +69,13 @@ class Strategy:
         """The kind's own rules for an update (upstream's Validate<Kind>Update without ObjectMeta)."""
         return self.validate_semantic(new)
 
+    # -- warnings for a valid object (upstream's WarningsOnCreate / WarningsOnUpdate) --
+    def warnings_on_create(self, obj: Obj) -> list[str]:
+        return []
+
+    def warnings_on_update(self, new: Obj, old: Obj) -> list[str]:
+        return self.warnings_on_create(new)
+
     # -- update of the main resource --
     def prepare_for_update(self, new: Obj, old: Obj) -> None:
         if self.has_status:
@@ -147,6 +154,12 @@ class ResourceSliceStrategy(Strategy):
 
     def validate_semantic_update(self, new: Obj, old: Obj) -> list[Cause]:
         return semantic.validate_resource_slice_update(new, old, gates=self.gates)
+
+    def warnings_on_create(self, obj: Obj) -> list[str]:
+        driver = (obj.get("spec") or {}).get("driver")
+        if isinstance(driver, str) and driver != driver.lower():
+            return [f'spec.driver: driver names should be lowercase; "{driver}" contains uppercase characters']
+        return []
 
 
 class ResourceClaimStrategy(Strategy):

@@ -26,7 +26,7 @@ from dramock.apiserver import codec, discovery, health, openapi, params
 from dramock.apiserver.rest import Call, Rest, Result, meta, now_rfc3339, stamp_resource_version
 from dramock.apiserver.watch import WatchHandler
 from dramock.jsonvalue import clone
-from dramock.schemas import printers, registry
+from dramock.schemas import printers, registry, versions
 from dramock.schemas.featuregates import FeatureGates
 from dramock.schemas.registry import Kind
 from dramock.storage.revlog import RevisionLog, sqlite_url
@@ -256,6 +256,8 @@ class APIServer:
         assert kind is not None
         call = Call(kind, route.namespace, route.name, route.subresource, request.query,
                     user_agent=request.headers.get("User-Agent", ""), verb=route.verb)
+        if kind.group == versions.GROUP and (deprecated := versions.deprecation_warning(kind.version, kind.kind)):
+            call.warnings.append(deprecated)
         accept = codec.negotiate(request.headers.get("Accept"))
         if route.verb == "watch":
             return await self.watch.serve(request, call, accept, self._table_for_watch(call))

@@ -221,6 +221,7 @@ class Rest:
         causes = strategy.validate(obj)
         if causes:
             raise errors.invalid(kind.kind, kind.group, m.get("name") or "", causes)
+        call.warnings.extend(strategy.warnings_on_create(obj))
         self.admission.admit_create(call, obj)
         if manager_op == "Update":
             obj = fieldmanager.track_update(None, obj, manager=call.field_manager, api_version=kind.api_version,
@@ -299,6 +300,8 @@ class Rest:
             causes = strategy.validate_update(obj, old)
         if causes:
             raise errors.invalid(kind.kind, kind.group, call.name or "", causes)
+        if not call.subresource:
+            call.warnings.extend(strategy.warnings_on_update(obj, old))
         m["resourceVersion"] = om.get("resourceVersion", "")
         if _same_object(obj, old):
             # Nothing changed: no new revision, no managedFields timestamp bump (kubectl "unchanged").

@@ -28,6 +28,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from dramock import KUBERNETES_VERSION
+
 Obj = dict[str, Any]
 _Fn = Callable[[Obj], Obj]
 
@@ -43,6 +45,25 @@ SERVED_KINDS: dict[str, frozenset[str]] = {
     "v1beta1": _ALL_KINDS - {"DeviceTaintRule"},
     "v1alpha3": frozenset({"DeviceTaintRule"}),
 }
+
+# (version, kind) -> (deprecated in, unavailable in), from the types' prerelease-lifecycle tags. A version
+# deprecated after 1.37 (v1beta2 DeviceTaintRule: 1.39) carries no warning yet.
+LIFECYCLE: dict[tuple[str, str], tuple[int, int]] = {
+    **{("v1beta1", k): (35, 38) for k in SERVED_KINDS["v1beta1"]},
+    **{("v1beta2", k): (36, 39) for k in SERVED_KINDS["v1beta2"] - {"DeviceTaintRule"}},
+    ("v1beta2", "DeviceTaintRule"): (39, 42),
+    ("v1alpha3", "DeviceTaintRule"): (36, 39),
+}
+
+
+def deprecation_warning(version: str, kind: str) -> str | None:
+    """The Warning every request to a deprecated version gets, in upstream's words."""
+    lifecycle = LIFECYCLE.get((version, kind))
+    if lifecycle is None or lifecycle[0] > int(KUBERNETES_VERSION.split(".")[1]):
+        return None
+    deprecated, removed = lifecycle
+    return f"{GROUP}/{version} {kind} is deprecated in v1.{deprecated}+, unavailable in v1.{removed}+"
+
 
 # The fields v1beta1 keeps under Device.basic (= v1 Device's properties except `name`).
 BASIC_DEVICE_FIELDS = (
