@@ -297,8 +297,7 @@ class APIServer:
         """pods/binding: set spec.nodeName of an unbound pod (what the scheduler calls)."""
         doc, _ = codec.parse_document(body, content_type or codec.JSON) if codec.media_type(content_type) != \
             codec.PROTOBUF else (_decode_protobuf(body), [])
-        if not isinstance(doc, dict):
-            raise errors.bad_request("binding body must be an object")
+        codec.check_types(doc, "io.k8s.api.core.v1.Binding", "Binding", "v1")
         target = (doc.get("target") or {}).get("name")
         name = (doc.get("metadata") or {}).get("name") or call.name
         if not target:
@@ -363,7 +362,7 @@ class APIServer:
             resp = web.Response(status=result.code, text=text if text is not None else codec.dumps(body),
                                 content_type="application/json")
         for w in call.warnings:
-            resp.headers.add("Warning", f'299 - "{_escape_warning(w)}"')
+            resp.headers.add("Warning", codec.warning_header(w))
         return resp
 
     def _route(self, method: str, group: str, version: str, rest: list[str], query: Any) -> Route:
@@ -423,10 +422,6 @@ def _scope(route: Route) -> str:
     return "cluster"
 
 
-
-
-def _escape_warning(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _json(obj: Obj, vary: bool = False) -> web.Response:

@@ -105,6 +105,13 @@ class Rest:
 
     # ---------------------------------------------------------------- reads
 
+    def _too_large(self, requested: int) -> errors.APIError:
+        return errors.APIError(504, "Timeout", f"Too large resource version: {requested}, current resource "
+                               f"version: {self.store.revision}",
+                               {"causes": [{"reason": "ResourceVersionTooLarge",
+                                            "message": "Too large resource version"}],
+                                "retryAfterSeconds": 1})
+
     def get(self, call: Call) -> Result:
         kind = call.kind
         key = storage_name(kind, call.namespace, call.name or "")
@@ -136,17 +143,15 @@ class Rest:
                 self.store.check_revision(at)
             except Compacted:
                 raise errors.gone(_CONTINUE_EXPIRED)
+            except FutureRevision:
+                raise self._too_large(at)
         elif rv and rv_match == "Exact":
             at = _parse_rv(rv)
         elif rv and rv not in ("0",):
             # NotOlderThan (or legacy semantics): the current state is never older than `rv`.
             requested = _parse_rv(rv)
             if requested > self.store.revision:
-                raise errors.APIError(504, "Timeout", f"Too large resource version: {requested}, "
-                                      f"current resource version: {self.store.revision}",
-                                      {"causes": [{"reason": "ResourceVersionTooLarge",
-                                                   "message": "Too large resource version"}],
-                                       "retryAfterSeconds": 1})
+                raise self._too_large(requested)
         if at is not None:
             try:
                 self.store.check_revision(at)
@@ -485,7 +490,8 @@ class Rest:
                 doc = protobuf.decode(body)
             else:
                 doc, _ = codec.parse_document(body, content_type or codec.JSON)
-            if isinstance(doc, dict):
+            if doc is not None:
+                codec.check_types(doc, DELETE_OPTIONS, "DeleteOptions", "v1")
                 options = doc
         if "gracePeriodSeconds" in call.query:
             options["gracePeriodSeconds"] = _int_param(call, "gracePeriodSeconds", 0)
@@ -579,6 +585,9 @@ def _with_dry_run(query: MultiMapping[str]) -> MultiMapping[str]:
     return q
 
 
+DELETE_OPTIONS = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"
+
+
 def _int_param(call: Call, key: str, default: int) -> int:
     raw = call.param(key)
     if raw == "":
@@ -618,10 +627,14 @@ def _decode_continue(token: str) -> tuple[int, str]:
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         data = json.loads(raw)
-        if data.get("v") != "meta.k8s.io/v1":
+        # The token is {"v": "meta.k8s.io/v1", "rv": <int64>, "start": <key>}; anything else is not one of ours.
+        if not isinstance(data, dict) or data.get("v") != "meta.k8s.io/v1":
             raise ValueError
-        start = data["start"]
-        return int(data["rv"]), start[:-1] if start.endswith("\x00") else start
+        rv, start = data.get("rv"), data.get("start")
+        if not isinstance(rv, int) or isinstance(rv, bool) or not 0 < rv < 2**63 or not isinstance(start, str) \
+                or not start:
+            raise ValueError
+        return rv, start[:-1] if start.endswith("\x00") else start
     except (ValueError, KeyError, TypeError, binascii.Error):
         raise errors.bad_request("continue key is not valid: incorrect encoded start resourceVersion "
                                  "(version meta.k8s.io/v1)") from None

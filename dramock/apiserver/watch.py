@@ -155,7 +155,7 @@ class WatchHandler:
             "Cache-Control": "no-cache, private",
             "Transfer-Encoding": "chunked"})
         for w in call.warnings:
-            resp.headers.add("Warning", f'299 - "{w}"')
+            resp.headers.add("Warning", codec.warning_header(w))
         encoder = _Encoder(kind, accept, table)
         try:
             await resp.prepare(request)

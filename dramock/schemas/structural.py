@@ -166,6 +166,9 @@ def _walk(value: Any, schema: defs.Schema, path: str, report: DecodeReport, owne
             for key in list(value):
                 child_path = f"{path_base}.{key}" if path_base else key
                 if key in props:
+                    if value[key] is None and not _keeps_null(props[key]):
+                        del value[key]  # Go: null leaves the field at its zero value, which is as if absent
+                        continue
                     value[key] = _walk(value[key], props[key], child_path, report, owner)
                 elif not resolved.get("x-kubernetes-preserve-unknown-fields"):
                     report.unknown.append(child_path)
@@ -173,8 +176,40 @@ def _walk(value: Any, schema: defs.Schema, path: str, report: DecodeReport, owne
         elif isinstance(resolved.get("additionalProperties"), dict):
             add = resolved["additionalProperties"]
             for key in list(value):
+                if value[key] is None and not _keeps_null(add):
+                    value[key] = _zero(add)
                 value[key] = _walk(value[key], add, f"{path}[{key}]", report, owner)
     elif isinstance(value, list) and "items" in resolved:
+        items = resolved["items"]
         for i, v in enumerate(value):
-            value[i] = _walk(v, resolved["items"], f"{path}[{i}]", report, owner)
+            if v is None and not _keeps_null(items):
+                v = _zero(items)  # Go decodes a null element to the element type's zero value
+            value[i] = _walk(v, items, f"{path}[{i}]", report, owner)
     return value
+
+
+def _keeps_null(schema: defs.Schema) -> bool:
+    """Types whose null survives decoding: raw JSON, and timestamps (their zero value encodes as null)."""
+    return defs.ref_name(schema) in (_RAW_EXTENSION, _TIME, _MICRO_TIME) or bool(
+        defs.resolve(schema).get("x-kubernetes-preserve-unknown-fields"))
+
+
+def _zero(schema: defs.Schema) -> Any:
+    """The JSON of a Go zero value of the schema's type (what a null array element or map value becomes)."""
+    if defs.ref_name(schema) == _QUANTITY:
+        return "0"
+    resolved = defs.resolve(schema)
+    if "oneOf" in resolved:  # IntOrString
+        return 0
+    types = defs.types_of(resolved)
+    if "object" in types or "properties" in resolved:
+        return {}
+    if "array" in types:
+        return []
+    if "string" in types:
+        return ""
+    if "boolean" in types:
+        return False
+    if "integer" in types or "number" in types:
+        return 0
+    return None
