@@ -60,6 +60,12 @@ def _add_server_flags(p: argparse.ArgumentParser) -> None:
                    help="how often old revisions are compacted (default 300s, as kube-apiserver)")
     p.add_argument("--watch-bookmark-interval", type=float, default=10.0, metavar="SECONDS",
                    help="how often watches that allow bookmarks get one")
+    p.add_argument("--max-requests-inflight", type=int, default=400,
+                   help="non-mutating requests served at once before 429 (0: no limit), as kube-apiserver")
+    p.add_argument("--max-mutating-requests-inflight", type=int, default=200,
+                   help="mutating requests served at once before 429 (0: no limit), as kube-apiserver")
+    p.add_argument("--request-header-timeout", type=float, default=32.0, metavar="SECONDS",
+                   help="close a connection whose request headers are not complete by then (kube-apiserver: 32s)")
     p.add_argument("-v", "--v", type=int, default=0, dest="verbosity",
                    help="log verbosity; 4 or more logs every request")
 
@@ -142,8 +148,7 @@ def _run_node_component(args: argparse.Namespace) -> int:
 
 
 def _run_server(args: argparse.Namespace) -> int:
-    from aiohttp import web
-
+    from dramock.apiserver import serving
     from dramock.apiserver.app import APIServer, ServerConfig
     from dramock.schemas import featuregates, registry
 
@@ -161,7 +166,9 @@ def _run_server(args: argparse.Namespace) -> int:
         return 2
     config = ServerConfig(data_dir=args.data_dir, database_url=args.database_url, feature_gates=gates,
                           compaction_interval=args.etcd_compaction_interval,
-                          bookmark_interval=args.watch_bookmark_interval)
+                          bookmark_interval=args.watch_bookmark_interval,
+                          max_requests_inflight=args.max_requests_inflight,
+                          max_mutating_requests_inflight=args.max_mutating_requests_inflight)
     server = APIServer(config)
     url = _server_url(args.bind_address, args.port)
     if args.command == "serve":
@@ -182,8 +189,9 @@ def _run_server(args: argparse.Namespace) -> int:
             stop.set()
         app.on_shutdown.append(stop_components)
     # handler_cancellation: a watch ends as soon as its client goes away, as upstream's do.
-    web.run_app(app, host=args.bind_address, port=args.port, print=None, access_log=None,
-                handle_signals=True, handler_cancellation=True, shutdown_timeout=5)
+    serving.run(app, serving.ServingOptions(host=args.bind_address, port=args.port,
+                                            header_timeout=args.request_header_timeout),
+                access_log=None, handler_cancellation=True)
     return 0
 
 

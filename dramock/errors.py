@@ -8,12 +8,14 @@ from typing import Any
 class APIError(Exception):
     """An error answered to the client as a `Status` object."""
 
-    def __init__(self, code: int, reason: str, message: str, details: dict[str, Any] | None = None):
+    def __init__(self, code: int, reason: str, message: str, details: dict[str, Any] | None = None,
+                 headers: dict[str, str] | None = None):
         super().__init__(message)
         self.code = code
         self.reason = reason
         self.message = message
         self.details = details
+        self.headers = headers or {}  # e.g. Retry-After beside a 429
 
     def with_cause(self, reason: str, field: str, message: str) -> APIError:
         details = self.details if self.details is not None else {}

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -36,8 +37,10 @@ class Server:
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True,
                 timeout: float = 60) -> subprocess.CompletedProcess:
-        res = subprocess.run([KUBECTL, "--kubeconfig", self.kubeconfig, *args], input=input,
-                             capture_output=True, text=True, timeout=timeout)
+        # A discovery cache of this server's own: another server that once listened on the same port (with other
+        # versions served) must not answer for this one.
+        res = subprocess.run([KUBECTL, "--kubeconfig", self.kubeconfig, "--cache-dir", self.data_dir + "-kubectl-cache",
+                              *args], input=input, capture_output=True, text=True, timeout=timeout)
         if check and res.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
         return res
@@ -150,21 +153,34 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
-@pytest.fixture(scope="session", autouse=True)
-def no_process_outlives_the_run() -> Iterator[None]:
+def pytest_configure(config: pytest.Config) -> None:
+    # kubectl run directly by tests caches discovery per session, never in the user's ~/.kube/cache.
+    os.environ.setdefault("KUBECACHEDIR", tempfile.mkdtemp(prefix="dramock-kubectl-cache-"))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The last line of defence behind every fixture's own cleanup: whatever the suite started and left
     running (a fixture that failed half-way, a test killed by its timeout) is killed when the session ends."""
-    yield
     if not os.path.isdir("/proc"):
         return
-    leftovers = _descendants(os.getpid())
+    leftovers = [pid for pid in _descendants(os.getpid()) if _alive(pid)]
     for pid in leftovers:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    if leftovers:
-        sys.stderr.write(f"\nkilled {len(leftovers)} process(es) left running by the test session\n")
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if leftovers and reporter is not None:
+        reporter.write_line(f"killed {len(leftovers)} process(es) left running by the test session", red=True)
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting to be reaped."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 @pytest.fixture(scope="session")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +46,10 @@ class ServerConfig:
     # Like kube-apiserver's --etcd-compaction-interval: history older than one interval is compacted.
     compaction_interval: float = 300.0
     bookmark_interval: float = 10.0
+    # kube-apiserver's --max-requests-inflight / --max-mutating-requests-inflight (0: unlimited); watches are
+    # long-running and not counted.
+    max_requests_inflight: int = 400
+    max_mutating_requests_inflight: int = 200
 
     @property
     def url(self) -> str:
@@ -77,6 +83,35 @@ class Metrics:
         self.watchers.labels(kind.group, kind.version, kind.kind).inc(delta)
 
 
+class InflightLimits:
+    """Upstream's max-in-flight filter: requests beyond the limit get 429 with Retry-After. Long-running
+    requests (watches) and health checks are not counted."""
+
+    _MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+    def __init__(self, readonly: int, mutating: int) -> None:
+        self.limits = {False: readonly, True: mutating}
+        self.current = {False: 0, True: 0}
+
+    @contextlib.contextmanager
+    def admit(self, request: web.Request) -> Iterator[None]:
+        query = request.query
+        if (request.method == "GET" and query.get("watch") not in (None, "0", "false", "False")) or \
+                request.path.startswith(("/healthz", "/livez", "/readyz")):
+            yield
+            return
+        mutating = request.method in self._MUTATING
+        limit = self.limits[mutating]
+        if limit and self.current[mutating] >= limit:
+            raise errors.APIError(429, "TooManyRequests", "Too many requests, please try again later.",
+                                  {"retryAfterSeconds": 1}, headers={"Retry-After": "1"})
+        self.current[mutating] += 1
+        try:
+            yield
+        finally:
+            self.current[mutating] -= 1
+
+
 @dataclass
 class Route:
     """Where a request points once its path is parsed."""
@@ -98,6 +133,7 @@ class APIServer:
         self.metrics = Metrics()
         self.watch = WatchHandler(self.store, config.bookmark_interval, self.metrics.on_watchers)
         self.health = health.HealthState()
+        self.inflight = InflightLimits(config.max_requests_inflight, config.max_mutating_requests_inflight)
         self._compactor: asyncio.Task | None = None
 
     def _namespace_labels(self, name: str) -> dict[str, str] | None:
@@ -152,7 +188,8 @@ class APIServer:
         start = time.perf_counter()
         request["route"] = None
         try:
-            resp = await handler(request)
+            with self.inflight.admit(request):
+                resp = await handler(request)
         except errors.APIError as e:
             resp = self._status_response(e)
         except web.HTTPRequestEntityTooLarge:
@@ -174,7 +211,8 @@ class APIServer:
         return resp
 
     def _status_response(self, e: errors.APIError) -> web.Response:
-        return web.Response(status=e.code, text=codec.dumps(e.status()), content_type="application/json")
+        return web.Response(status=e.code, text=codec.dumps(e.status()), content_type="application/json",
+                            headers=e.headers)
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"

@@ -27,6 +27,7 @@ Obj = dict[str, Any]
 
 # k8s.io/apiserver handlers/patch.go: maxJSONPatchOperations.
 MAX_JSON_PATCH_OPERATIONS = 10000
+MAX_JSON_PATCH_COPY_BYTES = 3 * 1024 * 1024  # kube-apiserver's default JSONPatchMaxCopyBytes
 
 # The strings upstream answers for patches it cannot apply (errors.NewGenericServerResponse(422, ...)
 # keeps only its own generic message) and for unusable merge patches (jsonpatch.ErrBadJSONPatch).
@@ -135,11 +136,27 @@ def apply_json_patch(obj: Obj, ops: list | str | bytes) -> Obj:
                        "Request entity too large: The allowed maximum operations in a JSON patch is "
                        f"{MAX_JSON_PATCH_OPERATIONS}, got {len(ops)}")
     doc: Any = clone(obj)
+    copied = 0
     for op in ops:
+        if isinstance(op, dict) and op.get("op") == "copy":
+            # kube-apiserver caps what copies may add (--json-patch-max-copy-bytes): self-copies double a value.
+            copied += _copy_size(doc, op.get("from"))
+            if copied > MAX_JSON_PATCH_COPY_BYTES:
+                raise generic_unprocessable()
         doc = _apply_one_op(doc, op)
     if not isinstance(doc, dict):
         raise _invalid_patch_result(doc)
     return doc
+
+
+def _copy_size(doc: Any, pointer: Any) -> int:
+    """Bytes a copy from `pointer` adds (its JSON encoding, as evanphx/json-patch counts); 0 if it cannot
+    resolve (the operation then fails on its own)."""
+    try:
+        value = jsonpointer.resolve_pointer(doc, pointer) if isinstance(pointer, str) else None
+    except (jsonpointer.JsonPointerException, KeyError, IndexError, TypeError):
+        return 0
+    return len(json.dumps(value, separators=(",", ":")).encode())
 
 
 def _apply_one_op(doc: Any, op: dict | None) -> Any:

@@ -30,6 +30,14 @@ from dramock.storage.revlog import Compacted, FutureRevision, KeyExists, KeyNotF
 Obj = dict[str, Any]
 
 _NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # upstream's generateName alphabet
+# names.SimpleNameGenerator: 5 random characters after a prefix cut to 63 - 5.
+_GENERATED_SUFFIX_LENGTH = 5
+_MAX_GENERATED_PREFIX = 63 - _GENERATED_SUFFIX_LENGTH
+_GENERATE_NAME_ATTEMPTS = 8
+
+
+def _generate_name(prefix: str) -> str:
+    return prefix[:_MAX_GENERATED_PREFIX] + "".join(random.choices(_NAME_SUFFIX_ALPHABET, k=_GENERATED_SUFFIX_LENGTH))
 
 
 def now_rfc3339() -> str:
@@ -214,8 +222,9 @@ class Rest:
         obj = convert.to_storage(obj, kind)
         m = meta(obj)
         self._check_namespace(call, m)
-        if not m.get("name") and m.get("generateName"):
-            m["name"] = m["generateName"] + "".join(random.choices(_NAME_SUFFIX_ALPHABET, k=5))
+        generated = not m.get("name") and bool(m.get("generateName"))
+        if generated:
+            m["name"] = _generate_name(m["generateName"])
         for f in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink",
                   "generation"):
             m.pop(f, None)
@@ -234,11 +243,16 @@ class Rest:
                                             now=now_rfc3339(), reset_fields=_reset_fields(call))
         if call.dry_run:
             return Result(convert.from_storage(obj, kind), 201)
-        try:
-            stored = self.store.create(kind.storage_bucket, storage_name(kind, call.namespace, m["name"]), obj)
-        except KeyExists:
-            raise errors.already_exists(kind.plural, kind.group, m["name"])
-        return Result(convert.from_storage(stored, kind), 201)
+        # A generated name that is taken is generated again, as upstream's store does (RetryGenerateName).
+        for attempt in range(_GENERATE_NAME_ATTEMPTS if generated else 1):
+            try:
+                stored = self.store.create(kind.storage_bucket, storage_name(kind, call.namespace, m["name"]), obj)
+                return Result(convert.from_storage(stored, kind), 201)
+            except KeyExists:
+                if not generated or attempt == _GENERATE_NAME_ATTEMPTS - 1:
+                    raise errors.already_exists(kind.plural, kind.group, m["name"])
+                m["name"] = _generate_name(m["generateName"])
+        raise AssertionError("unreachable")
 
     def _check_namespace(self, call: Call, m: Obj) -> None:
         kind = call.kind

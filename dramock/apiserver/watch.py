@@ -25,9 +25,15 @@ Obj = dict[str, Any]
 BOOKMARK = "BOOKMARK"
 ERROR = "ERROR"
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
-# A watcher this far behind is cut off (the client re-lists), as upstream drops slow watchers.
-MAX_BACKLOG = 100_000
+# A watcher this far behind is cut off (the client re-lists), as upstream's cacher drops a watcher whose
+# buffer stays full; a write the client does not take within WRITE_TIMEOUT ends the stream likewise.
+MAX_BACKLOG = 10_000
+WRITE_TIMEOUT = 10.0
 DEFAULT_TIMEOUT = 1800.0
+
+
+class _Unresponsive(Exception):
+    """The client stopped reading: its stream is closed, not waited for."""
 
 
 class Watcher:
@@ -61,11 +67,14 @@ class Watcher:
         return None
 
     def __call__(self, ev: Event) -> None:
+        if self.overflow:
+            return
         t = self.transition(ev)
         if t is None:
             return
         if len(self.backlog) >= MAX_BACKLOG:
             self.overflow = True
+            self.backlog.clear()  # nothing more will be sent: release what it pinned now
         else:
             self.backlog.append((t, ev))
         self.wakeup.set()
@@ -159,8 +168,9 @@ class WatchHandler:
         encoder = _Encoder(kind, accept, table)
         try:
             await resp.prepare(request)
+            deadline = asyncio.get_running_loop().time() + timeout
             if error is not None:
-                await resp.write(encoder.line(ERROR, error))
+                await _write(resp, encoder.line(ERROR, error), deadline)
                 return resp
             out = bytearray()
             for name, obj in snapshot:
@@ -170,21 +180,23 @@ class WatchHandler:
             if send_initial and bookmarks:
                 out += encoder.line(BOOKMARK, _bookmark(kind, snapshot_rev, initial_end=True))
             if out:
-                await resp.write(bytes(out))
-            await self._stream(resp, watcher, encoder, timeout, bookmarks,
+                await _write(resp, bytes(out), deadline)
+            await self._stream(resp, watcher, encoder, deadline, bookmarks,
                                start_rev if start_rev is not None else snapshot_rev)
         except (ConnectionResetError, asyncio.CancelledError):
             pass
+        except _Unresponsive:
+            if request.transport is not None:
+                request.transport.abort()  # drop what is queued for a client that reads nothing
         finally:
             self.store.unsubscribe(bucket, watcher)
             self.open.discard(watcher)
             self.on_watchers(kind, -1)
         return resp
 
-    async def _stream(self, resp: web.StreamResponse, watcher: Watcher, encoder: _Encoder, timeout: float,
+    async def _stream(self, resp: web.StreamResponse, watcher: Watcher, encoder: _Encoder, deadline: float,
                       bookmarks: bool, start_rev: int) -> None:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
 
         def next_bookmark_time(now: float) -> float | None:
             # Upstream's cacher: every bookmark interval, and one 2 s before the watch times out so that the
@@ -217,7 +229,16 @@ class WatchHandler:
                     out += encoder.line(BOOKMARK, _bookmark(encoder.kind, self.store.revision))
                 next_bookmark = next_bookmark_time(loop.time())
             if out:
-                await resp.write(bytes(out))
+                await _write(resp, bytes(out), deadline)
+
+
+async def _write(resp: web.StreamResponse, data: bytes, deadline: float) -> None:
+    """Send, or give up on a client that has not taken it by the write timeout or the watch's own end."""
+    budget = min(WRITE_TIMEOUT, deadline - asyncio.get_running_loop().time())
+    try:
+        await asyncio.wait_for(resp.write(data), timeout=max(budget, 0.001))
+    except TimeoutError:
+        raise _Unresponsive() from None
 
 
 class _Encoder:

@@ -1,0 +1,101 @@
+"""Running the aiohttp application on a listening socket, with the connection limits kube-apiserver has.
+
+aiohttp waits forever for a request's headers; Go's http.Server that kube-apiserver runs does not
+(ReadHeaderTimeout). A connection whose request headers are not complete within `header_timeout` is
+closed here, so that half-sent requests cannot pile up. Idle keep-alive connections close after
+`keepalive_timeout`, as aiohttp does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+log = logging.getLogger("dramock.apiserver")
+
+
+@dataclass
+class ServingOptions:
+    host: str
+    port: int
+    header_timeout: float = 10.0
+    keepalive_timeout: float = 75.0
+    shutdown_timeout: float = 5.0
+
+
+class _HeaderDeadline(asyncio.Protocol):
+    """Stands in front of aiohttp's protocol: the first request's headers must arrive by the deadline."""
+
+    def __init__(self, inner: asyncio.Protocol, timeout: float) -> None:
+        self.inner = inner
+        self.timeout = timeout
+        self.timer: asyncio.TimerHandle | None = None
+        self.tail = b""
+        self.transport: asyncio.BaseTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+        self.timer = asyncio.get_running_loop().call_later(self.timeout, self._expire)
+        self.inner.connection_made(transport)
+
+    def _expire(self) -> None:
+        self.timer = None
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.abort()
+
+    def data_received(self, data: bytes) -> None:
+        if self.timer is not None:
+            window = self.tail + data
+            if b"\r\n\r\n" in window:  # the end of the request line and headers
+                self.timer.cancel()
+                self.timer = None
+            else:
+                self.tail = window[-3:]
+        self.inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self.inner.eof_received()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        self.inner.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.inner.resume_writing()
+
+    def __getattr__(self, name: str) -> Any:  # anything else aiohttp asks of its protocol
+        return getattr(self.inner, name)
+
+
+async def _serve(app: web.Application, options: ServingOptions, **handler_args: Any) -> None:
+    runner = web.AppRunner(app, keepalive_timeout=options.keepalive_timeout,
+                           shutdown_timeout=options.shutdown_timeout, **handler_args)
+    await runner.setup()
+    loop = asyncio.get_running_loop()
+    server = runner.server
+    assert server is not None
+    listener = await loop.create_server(lambda: _HeaderDeadline(server(), options.header_timeout),
+                                        options.host, options.port, reuse_address=True)
+    stopped = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stopped.set)
+    try:
+        await stopped.wait()
+    finally:
+        listener.close()  # stop accepting; open connections end in the runner's graceful shutdown
+        await runner.cleanup()
+
+
+def run(app: web.Application, options: ServingOptions, **handler_args: Any) -> None:
+    """Serve until SIGINT/SIGTERM, then shut down as web.run_app does."""
+    asyncio.run(_serve(app, options, **handler_args))

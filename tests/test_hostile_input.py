@@ -1,0 +1,243 @@
+"""Hostile and malformed requests (issue 17): each gets an upstream-shaped 4xx Status, stores nothing, and
+leaves the server responsive (its /readyz answers while the request is being processed)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+
+import pytest
+
+from tests.conftest import Server, start_server, stop, wait_for
+
+CM = "/api/v1/namespaces/default/configmaps"
+CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
+PODS = "/api/v1/namespaces/default/pods"
+
+BOMB = "\n".join(
+    [f'{name}: &{name} [{", ".join(["*" + prev] * 9 if prev else ["lol"] * 9)}]'
+     for name, prev in zip("abcdefghi", ["", *"abcdefgh"], strict=True)]).encode()
+
+
+def _while_serving(server: Server, send: Callable[[], tuple[int, dict, dict]]) -> tuple[int, dict, dict]:
+    """Send a request in a thread and probe /readyz until it is answered; every probe must be answered fast."""
+    result: list = []
+    worker = threading.Thread(target=lambda: result.append(send()))
+    worker.start()
+    slowest = 0.0
+    probes = 0
+    while worker.is_alive() or probes == 0:
+        start = time.monotonic()
+        with urllib.request.urlopen(server.url + "/readyz", timeout=10) as r:
+            assert r.status == 200
+        slowest = max(slowest, time.monotonic() - start)
+        probes += 1
+    worker.join()
+    assert slowest < 0.1, f"/readyz took {slowest:.3f}s while the request was served"
+    return result[0]
+
+
+def _names(server: Server, path: str) -> set[str]:
+    return {o["metadata"]["name"] for o in server.request("GET", path)[2]["items"]}
+
+
+def _raw(server: Server, method: str, path: str, body: bytes, content_type: str) -> tuple[int, dict, dict]:
+    return server.request(method, path, body, content_type=content_type)
+
+
+def _assert_status(body: dict, code: int, reason: str) -> None:
+    assert body.get("kind") == "Status" and body.get("code") == code and body.get("reason") == reason, body
+
+
+def test_yaml_alias_bomb_is_refused(server: Server) -> None:
+    before = _names(server, CM)
+    code, _, body = _while_serving(server, lambda: _raw(server, "POST", CM, BOMB, "application/yaml"))
+    assert code == 400, body
+    _assert_status(body, 400, "BadRequest")
+    assert body["message"] == "error converting YAML to JSON: yaml: document contains excessive aliasing"
+    assert _names(server, CM) == before
+
+
+def test_json_patch_self_copies_are_bounded(server: Server) -> None:
+    server.request("POST", CM, {"metadata": {"name": "copy-target"}, "data": {"a": "x" * 100}})
+    ops = [{"op": "add", "path": "/metadata/annotations", "value": {"a.example.com/x": "y" * 100}}]
+    ops += [{"op": "copy", "from": "/metadata/annotations", "path": f"/metadata/annotations/k{i}.example.com~1c"}
+            for i in range(22)]
+    code, _, body = _while_serving(server, lambda: server.request(
+        "PATCH", f"{CM}/copy-target", ops, content_type="application/json-patch+json"))
+    assert code == 422, body
+    _assert_status(body, 422, "Invalid")
+    assert "annotations" not in server.request("GET", f"{CM}/copy-target")[2]["metadata"]
+
+
+def test_json_patch_operation_count_is_bounded(server: Server) -> None:
+    server.request("POST", CM, {"metadata": {"name": "many-ops"}})
+    ops = [{"op": "test", "path": "/metadata/name", "value": "many-ops"}] * 10001
+    code, _, body = server.request("PATCH", f"{CM}/many-ops", ops, content_type="application/json-patch+json")
+    assert code == 413, body
+    assert body["message"].endswith("The allowed maximum operations in a JSON patch is 10000, got 10001")
+
+
+@pytest.mark.parametrize("raw", [b'{"metadata":{"name":"nan"},"data":{"a":NaN}}',
+                                 b'{"metadata":{"name":"inf"},"data":{"a":Infinity}}',
+                                 b'{"metadata":{"name":"big"},"data":{"a":1e999}}'])
+def test_numbers_json_cannot_carry_are_refused(server: Server, raw: bytes) -> None:
+    code, _, body = _while_serving(server, lambda: _raw(server, "POST", CM, raw, "application/json"))
+    assert code == 400, body
+    _assert_status(body, 400, "BadRequest")
+    assert json.loads(raw)["metadata"]["name"] not in _names(server, CM)
+
+
+def test_opaque_parameters_with_nan_are_refused(server: Server) -> None:
+    raw = (b'{"metadata":{"name":"nan-class"},"spec":{"config":[{"opaque":{"driver":"gpu.example.com",'
+           b'"parameters":{"x":NaN}}}]}}')
+    code, _, body = server.request("POST", "/apis/resource.k8s.io/v1/deviceclasses", raw)
+    assert code == 400, body
+    assert server.request("GET", "/apis/resource.k8s.io/v1/deviceclasses/nan-class")[0] == 404
+
+
+def test_deep_nesting_is_refused(server: Server) -> None:
+    deep = b'{"metadata":{"name":"deep"},"spec":{"config":[{"opaque":{"driver":"d.example.com","parameters":' + \
+        b'[' * 5000 + b']' * 5000 + b"}}]}}"
+    code, _, body = _while_serving(server, lambda: _raw(
+        server, "POST", "/apis/resource.k8s.io/v1/deviceclasses", deep, "application/json"))
+    assert code == 400, body
+    assert "exceeded max depth" in body["message"]
+
+
+def test_lone_surrogate_becomes_replacement_character(server: Server) -> None:
+    """Go's decoder replaces an unpaired surrogate with U+FFFD: stored, served, listed and deleted cleanly."""
+    raw = b'{"metadata":{"name":"surrogate","annotations":{"a.example.com/x":"\\ud800"}}}'
+    code, _, body = server.request("POST", CM, raw)
+    assert code == 201, body
+    assert body["metadata"]["annotations"]["a.example.com/x"] == "\ufffd"
+    code, _, table = server.request("GET", CM, headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
+    assert code == 200 and table["kind"] == "Table"
+    assert server.request("DELETE", f"{CM}/surrogate")[0] == 200
+
+
+def test_warning_for_a_field_name_with_a_newline_is_sent(server: Server) -> None:
+    raw = b'{"metadata":{"name":"newline-field"},"bad\\nfield":1}'
+    code, headers, body = server.request("POST", CM + "?fieldValidation=Warn", raw)
+    assert code == 201, body
+    assert headers["Warning"] == '299 - "unknown field \\"bad field\\""'
+
+
+@pytest.mark.parametrize("method,path,body,code", [
+    ("POST", CLAIMS, {"metadata": {"name": "null-request"}, "spec": {"devices": {"requests": [None]}}}, 422),
+    ("POST", PODS, {"metadata": {"name": "null-spec"}, "spec": None}, 422),
+    ("POST", f"{PODS}/target/binding", {"target": "node-1"}, 400),
+    ("DELETE", f"{PODS}/target", {"preconditions": "x"}, 400),
+    ("DELETE", f"{PODS}/target", {"gracePeriodSeconds": "abc"}, 400),
+])
+def test_wrong_shapes_are_client_errors(server: Server, method: str, path: str, body: dict, code: int) -> None:
+    server.request("POST", PODS, {"metadata": {"name": "target"}, "spec": {"containers": [{"name": "c",
+                                                                                          "image": "i"}]}})
+    got, _, answer = server.request(method, path, body)
+    assert got == code, answer
+    assert answer["kind"] == "Status" and answer["code"] == code
+    pod = server.request("GET", f"{PODS}/target")[2]
+    assert not pod["spec"].get("nodeName") and not pod["metadata"].get("deletionTimestamp")
+
+
+@pytest.mark.parametrize("token,code", [
+    ("W10", 400),  # []
+    ("bnVsbA", 400),  # null
+    ("eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MWU0MDAsInN0YXJ0IjoieCJ9", 400),  # rv 1e400
+    ("eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6OTk5OTk5OTksInN0YXJ0IjoieCJ9", 504),  # a future revision
+])
+def test_bad_continue_tokens(server: Server, token: str, code: int) -> None:
+    got, _, body = server.request("GET", f"{CM}?limit=1&continue={token}")
+    assert got == code and body["kind"] == "Status", body
+
+
+def test_generate_name_prefix_is_truncated(server: Server) -> None:
+    prefix = "p" * 62
+    code, _, body = server.request("POST", CM, {"metadata": {"generateName": prefix}})
+    assert code == 201, body
+    name = body["metadata"]["name"]
+    assert len(name) == 63 and name.startswith("p" * 58) and not name.startswith("p" * 59)
+
+
+# ---------------------------------------------------------------- slow clients and connections
+
+
+@pytest.mark.e2e
+def test_a_watcher_that_reads_nothing_is_dropped(tmp_path) -> None:
+    s = start_server(str(tmp_path))
+    sock = socket.create_connection(("127.0.0.1", s.port))
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.sendall(f"GET {CM}?watch=1 HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+
+        def watchers() -> float:
+            text = urllib.request.urlopen(s.url + "/metrics", timeout=10).read().decode()
+            return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                       if line.startswith("apiserver_registered_watchers{") and 'kind="ConfigMap"' in line)
+
+        wait_for(lambda: watchers() == 1, 10, what="the watch to register")
+        blob = "x" * 200_000
+        for i in range(40):  # ~8 MB of events: more than socket buffers hold
+            code, _, _ = s.request("POST", CM, {"metadata": {"name": f"big-{i}"}, "data": {"blob": blob}})
+            assert code == 201
+        wait_for(lambda: watchers() == 0, 40, interval=0.5, what="the unresponsive watcher to be dropped")
+        assert s.request("GET", CM + "?limit=1")[0] == 200
+    finally:
+        sock.close()
+        stop(s)
+
+
+@pytest.mark.e2e
+def test_half_sent_requests_are_closed_by_the_header_timeout(tmp_path) -> None:
+    s = start_server(str(tmp_path), "--request-header-timeout", "2")
+    socks = []
+    try:
+        for _ in range(200):
+            c = socket.create_connection(("127.0.0.1", s.port))
+            c.sendall(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nX-Slow: ")  # never finished
+            socks.append(c)
+
+        def closed(c: socket.socket) -> bool:
+            c.settimeout(0.05)
+            try:
+                return c.recv(1) == b""
+            except TimeoutError:
+                return False
+            except OSError:
+                return True
+
+        wait_for(lambda: all(closed(c) for c in socks), 20, interval=0.2, what="the server to close them")
+        # A complete request on a fresh connection is still served.
+        assert s.request("GET", "/api/v1/namespaces")[0] == 200
+    finally:
+        for c in socks:
+            c.close()
+        stop(s)
+
+
+@pytest.mark.e2e
+def test_mutating_requests_beyond_the_limit_get_429(tmp_path) -> None:
+    s = start_server(str(tmp_path), "--max-mutating-requests-inflight", "1")
+    slow = socket.create_connection(("127.0.0.1", s.port))
+    try:
+        # A create whose body is still arriving holds the one mutating slot.
+        slow.sendall(f"POST {CM} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     f"Content-Length: 1000\r\n\r\n{{".encode())
+
+        def refused() -> tuple[int, dict, dict] | None:
+            answer = s.request("POST", CM, {"metadata": {"name": "second"}})
+            return answer if answer[0] == 429 else None
+
+        code, headers, body = wait_for(refused, 10, what="a 429")
+        assert headers["Retry-After"] == "1"
+        assert body["reason"] == "TooManyRequests" and body["details"]["retryAfterSeconds"] == 1
+        assert s.request("GET", CM)[0] == 200  # reads have their own limit
+    finally:
+        slow.close()
+        stop(s)
+    assert code == 429
