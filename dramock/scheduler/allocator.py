@@ -866,11 +866,11 @@ class _Allocator:
         if req.admin:
             if not multi and ci in self.allocating.get(dev.id, ()):
                 if self.trace is not None:
-                    self.trace.note(ci, req.name, dev.id, "ChosenForOtherRequest", self.why_in_use(dev))
+                    self.trace.note(ci, req.name, dev.id, *self.why_in_use(ci, req, dev))
                 return None
         elif self.in_use(dev.id):
             if self.trace is not None:
-                self.trace.note(ci, req.name, dev.id, *self.why_taken(dev))
+                self.trace.note(ci, req.name, dev.id, *self.why_taken(ci, req, dev))
             return None
         took_counters = False
         if dev.consumes:
@@ -1056,18 +1056,21 @@ class _Allocator:
                                        "tolerated by the request")
         return None
 
-    def why_in_use(self, dev: _Dev) -> str:
-        for ci, results in enumerate(self.results):
-            for req, d, _, _ in results:
+    def why_in_use(self, ci: int, req: _Req, dev: _Dev) -> tuple[str, str]:
+        for other, results in enumerate(self.results):
+            for r, d, _, _ in results:
                 if d is dev:
-                    return f"already chosen for claim {_kobj(self.claims[ci])}, request {req.name} of this pod"
-        return "already chosen for another request of this pod"
+                    if other == ci and r.name == req.name:
+                        return "Usable", ""  # taken by this very request for another of its devices
+                    return "ChosenForOtherRequest", (f"already chosen for claim {_kobj(self.claims[other])}, "
+                                                     f"request {r.name} of this pod")
+        return "ChosenForOtherRequest", "already chosen for another request of this pod"
 
-    def why_taken(self, dev: _Dev) -> tuple[str, str]:
+    def why_taken(self, ci: int, req: _Req, dev: _Dev) -> tuple[str, str]:
         if dev.id in self.allocated:
             holder = self.trace.holder(dev.id)
             return holder if holder else ("Allocated", "allocated to another claim")
-        return "ChosenForOtherRequest", self.why_in_use(dev)
+        return self.why_in_use(ci, req, dev)
 
     def why_counters(self, dev: _Dev) -> str:
         avail = self.pool_available(dev.pool_obj)

@@ -329,15 +329,14 @@ def _node_entry(cluster: Cluster, v: NodeVerdict, claims: list[Obj], scheduled_o
     return entry
 
 
-def _request_names(claim: Obj) -> list[tuple[str, str]]:
-    """(request name as in results, device class) per request or subrequest."""
+def _request_names(claim: Obj) -> list[tuple[str, Obj]]:
+    """(request name as in results, its spec) per request or subrequest."""
     out = []
     for r in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
         if r.get("firstAvailable"):
-            out.extend((f"{r.get('name', '')}/{s.get('name', '')}", s.get("deviceClassName", ""))
-                       for s in r["firstAvailable"])
+            out.extend((f"{r.get('name', '')}/{s.get('name', '')}", s) for s in r["firstAvailable"])
         else:
-            out.append((r.get("name", ""), (r.get("exactly") or {}).get("deviceClassName", "")))
+            out.append((r.get("name", ""), r.get("exactly") or {}))
     return out
 
 
@@ -345,7 +344,7 @@ def _request_entries(claim: Obj, ci: int, v: NodeVerdict, chosen: list[Obj], sch
     assert v.tracer is not None
     out = []
     fits = v.reason is None or scheduled
-    for rname, cls in _request_names(claim):
+    for rname, spec in _request_names(claim):
         notes = v.tracer.notes.get((ci, rname), {})
         mine = {_did(r) for r in chosen if r.get("request") == rname}
         devices = []
@@ -359,8 +358,9 @@ def _request_entries(claim: Obj, ci: int, v: NodeVerdict, chosen: list[Obj], sch
             devices.append({"device": label, "reason": reason, "message": message})
         for did in sorted(mine - set(notes)):  # held by the claim but not offered on re-evaluation
             devices.append({"device": "/".join(did), "reason": "Chosen", "message": "allocated to this claim"})
-        entry: Obj = {"name": rname, "deviceClassName": cls, "chosen": ["/".join(d) for d in sorted(mine)],
-                      "devices": devices}
+        entry: Obj = {"name": rname, "deviceClassName": spec.get("deviceClassName", ""),
+                      "wants": ("all" if spec.get("allocationMode") == "All" else str(spec.get("count") or 1)),
+                      "chosen": ["/".join(d) for d in sorted(mine)], "devices": devices}
         if not notes:
             entry["note"] = ("not needed: an earlier alternative was chosen" if fits and "/" in rname
                              else "not evaluated: the search stopped at an earlier request")
@@ -424,7 +424,8 @@ def render(expl: Obj, verbose: bool = False, per_reason: int = 2) -> str:
     """The explanation as `dramock explain` prints it: short by default (per request, problems grouped by
     reason with a few devices each), every device with `verbose`."""
     md = expl.get("metadata") or {}
-    lines = [f"Pod {md.get('namespace')}/{md.get('name')}: {expl.get('phase')}, {expl.get('verdict')}"]
+    state = "" if expl.get("phase") == "Scheduled" else f"{expl.get('phase')}: "
+    lines = [f"Pod {md.get('namespace')}/{md.get('name')}: {state}{expl.get('verdict')}"]
     if expl.get("schedulerMessage") and expl["schedulerMessage"] != expl.get("verdict"):
         lines.append(f"  the scheduler last said: {expl['schedulerMessage']}")
     for node in expl.get("nodes") or []:
@@ -438,8 +439,9 @@ def render(expl: Obj, verbose: bool = False, per_reason: int = 2) -> str:
                 devs = req.get("devices") or []
                 usable = sum(1 for d in devs if d["reason"] in GOOD)
                 chosen = ", ".join(req.get("chosen") or []) or "none"
-                lines.append(f"  claim {claim['name']}, request {req['name']} (class {req['deviceClassName']}): "
-                             f"{usable} of {len(devs)} devices usable, chosen: {chosen}")
+                lines.append(f"  claim {claim['name']}, request {req['name']} (class {req['deviceClassName']}, "
+                             f"wants {req.get('wants', '1')}): {usable} of {len(devs)} devices usable, "
+                             f"chosen: {chosen}")
                 if req.get("note"):
                     lines.append(f"    {req['note']}")
                 lines.extend(_device_lines(devs, verbose, per_reason))
