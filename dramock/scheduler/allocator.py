@@ -1078,12 +1078,12 @@ class _Allocator:
         for cc in dev.consumes:
             cs = cc.get("counterSet")
             for n, c in (cc.get("counters") or {}).items():
-                need = _qty(c)
+                need, hint = _qty(c), c.get("value") if isinstance(c, dict) else c
                 left = avail.get(cs, {}).get(n, Fraction(0)) - used.get(cs, {}).get(n, Fraction(0))
                 if need > left:
                     total = dev.pool_obj.counter_sets.get(cs, {}).get(n, Fraction(0))
-                    return (f"counter set {cs}: counter {n} needs {_format(need, c)}, only "
-                            f"{_format(max(left, Fraction(0)), c)} of {_format(total, c)} left")
+                    return (f"counter set {cs}: counter {n} needs {_format(need, hint)}, only "
+                            f"{_format(max(left, Fraction(0)), hint)} of {_format(total, hint)} left")
         return "its shared counters are used up"
 
     def why_compat(self, dev: _Dev) -> str:
