@@ -66,6 +66,10 @@ def _place(cluster: Cluster, pod: Obj) -> Obj:
                            strict=True)) if fit.outcome is not None else {}
     entry["node"] = fit.name
     entry["claims"] = []
+    pod_claim_of = {st.get("resourceClaimName"): st.get("name")
+                    for st in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
+    pod_claim_of.update({pc.get("resourceClaimName"): pc.get("name")
+                         for pc in (pod.get("spec") or {}).get("resourceClaims") or [] if pc.get("resourceClaimName")})
     for claim in claims:
         uid = claim["metadata"]["uid"]
         reserved = copy.deepcopy(claim)
@@ -75,6 +79,7 @@ def _place(cluster: Cluster, pod: Obj) -> Obj:
         status.setdefault("reservedFor", []).append({"resource": "pods", "name": md["name"], "uid": md["uid"]})
         cluster.in_flight[uid] = reserved
         entry["claims"].append({"name": claim["metadata"]["name"],
+                                "podClaimName": pod_claim_of.get(claim["metadata"]["name"]),
                                 "allocation": status.get("allocation"), "new": uid in allocations})
     cluster.placed[md["uid"]] = fit.name
     return entry

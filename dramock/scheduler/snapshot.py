@@ -15,6 +15,7 @@ Obj = dict[str, Any]
 # Kind -> Snapshot field. Everything else in an input file is ignored (namespaces, events, ...).
 FIELDS = {"Node": "nodes", "Pod": "pods", "ResourceClaim": "claims", "ResourceClaimTemplate": "templates",
           "DeviceClass": "classes", "ResourceSlice": "slices", "DeviceTaintRule": "taint_rules"}
+NAMESPACED = {"Pod", "ResourceClaim", "ResourceClaimTemplate"}
 # The names `--remove KIND/NS/NAME` accepts for each kind (singular, plural, as kubectl spells them).
 ALIASES = {alias: kind for kind in FIELDS
            for alias in (kind.lower(), kind.lower() + "s", kind.lower() + "es")}
@@ -65,6 +66,9 @@ class Snapshot:
         md = obj.get("metadata") or {}
         if not md.get("name"):
             raise SnapshotError(f"a {kind} without metadata.name")
+        if kind in NAMESPACED and not md.get("namespace"):  # as kubectl apply: the default namespace
+            md = {**md, "namespace": "default"}
+            obj = {**obj, "metadata": md}
         bucket: list[Obj] = getattr(self, name)
         key = (md.get("namespace") or "", md["name"])
         for i, old in enumerate(bucket):
