@@ -50,8 +50,13 @@ from dramock.schemas.quantity import parse_quantity
 
 Obj = dict[str, Any]
 API_VERSION = "dramock.io/v1alpha1"
-# Reasons that say a device is fine, for the short output (which lists problems first).
+# Reasons that say a device is fine.
 GOOD = ("Chosen", "Usable")
+# The order of the short output: the choice, then what stood in the way of devices the request could use, then
+# devices it could never use, then the usable rest.
+REASON_ORDER = ("Chosen", "Allocated", "ReservedInFlight", "ChosenForOtherRequest", "CountersExhausted",
+                "CapacityExceeded", "CompatibilityGroupConflict", "ConstraintNotSatisfied", "Tainted",
+                "PoolIncomplete", "PoolInvalid", "SelectorFalse", "FeatureDisabled", "NodeNotSelected", "Usable")
 
 
 class Tracer:
@@ -458,7 +463,7 @@ def _device_lines(devs: list[Obj], verbose: bool, per_reason: int) -> list[str]:
     groups: dict[str, list[Obj]] = {}
     for d in devs:
         groups.setdefault(d["reason"], []).append(d)
-    order = sorted(groups, key=lambda r: (r == "Usable", r != "Chosen", r))
+    order = sorted(groups, key=lambda r: (REASON_ORDER.index(r) if r in REASON_ORDER else len(REASON_ORDER), r))
     for reason in order:
         items = groups[reason]
         shown = items if reason == "Chosen" else items[:per_reason]

@@ -9,6 +9,10 @@ const SOURCES = {
   slices: `${RES}/resourceslices`,
   claims: `${RES}/resourceclaims`,
 };
+// As dramock.scheduler.explain.REASON_ORDER: what stood in the way first, never-candidates and the usable last.
+const REASON_ORDER = ["Chosen", "Allocated", "ReservedInFlight", "ChosenForOtherRequest", "CountersExhausted",
+  "CapacityExceeded", "CompatibilityGroupConflict", "ConstraintNotSatisfied", "Tainted", "PoolIncomplete",
+  "PoolInvalid", "SelectorFalse", "FeatureDisabled", "NodeNotSelected", "Usable"];
 const state = { nodes: new Map(), pods: new Map(), slices: new Map(), claims: new Map() };
 const explanations = new Map(); // "ns/name" -> PodExplanation
 let liveStreams = 0;
@@ -325,7 +329,8 @@ function renderPending() {
             if (!groups.has(d.reason)) groups.set(d.reason, []);
             groups.get(d.reason).push(d);
           }
-          for (const [reason, devs] of groups) {
+          const rank = (r) => { const i = REASON_ORDER.indexOf(r); return i < 0 ? REASON_ORDER.length : i; };
+          for (const [reason, devs] of [...groups].sort((a, b) => rank(a[0]) - rank(b[0]))) {
             const first = devs[0];
             list.append(h("li", { style: "margin-left:16px" },
               h("span", { class: `reason${reason === "Usable" || reason === "Chosen" ? " good" : ""}` },
