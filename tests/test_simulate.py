@@ -140,3 +140,35 @@ def test_what_if_fill_the_cluster_until_a_pod_does_not_fit(cluster, tmp_path):
     assert placed and all(p["node"] == "node-1" for p in placed) and len(placed) < free
     bad = _simulate("-f", str(snapshot), "--remove", "pod/nowhere/none")
     assert bad.returncode == 2 and "no such Pod" in bad.stderr
+
+
+def test_explain_on_the_examples_why_this_device_and_why_pending(cluster, tmp_path):
+    """`dramock explain --kubeconfig`: a scheduled pod names the device its claim holds; the vGPU pod of the
+    partitionable example is Pending because of the MIG partitions' compatibility groups."""
+    for example in ("quickstart/quickstart.yaml", "partitionable-mig/gpu-0-slices.yaml",
+                    "partitionable-mig/mig-pods.yaml", "partitionable-mig/vgpu/vgpu-pod.yaml"):
+        kubectl(cluster, "apply", "-f", f"examples/{example}")
+    for ns, name in (("quickstart", "gpu-pod"), ("partitionable-mig", "pod-vgpu")):
+        wait_for(lambda ns=ns, name=name: _placed(cluster, ns, name), 60, what=f"pod {ns}/{name} placed")
+
+    def explain(ns: str, name: str) -> str:
+        res = subprocess.run([sys.executable, "-m", "dramock", "explain", "--kubeconfig", cluster.kubeconfig,
+                              "-n", ns, name], capture_output=True, text=True, timeout=60, cwd=ROOT)
+        assert res.returncode == 0, res.stderr
+        return res.stdout
+
+    code, _, pod = cluster.request("GET", "/api/v1/namespaces/quickstart/pods/gpu-pod")
+    code, _, claim = cluster.request("GET", "/apis/resource.k8s.io/v1/namespaces/quickstart/resourceclaims/single-gpu")
+    [held] = results(claim)
+    device = f"{held['driver']}/{held['pool']}/{held['device']}"
+    out = explain("quickstart", "gpu-pod")
+    assert out.splitlines()[0] == f"Pod quickstart/gpu-pod: scheduled on {pod['spec']['nodeName']}"
+    assert f"    {device}: Chosen: allocated to this claim" in out.splitlines()
+
+    out = explain("partitionable-mig", "pod-vgpu")
+    assert out.splitlines()[0] == ("Pod partitionable-mig/pod-vgpu: Pending: 0/2 nodes are available: 2 cannot "
+                                   "allocate all claims.")
+    mig = {f"mig.example.com/node-1-pool/{r['device']}" for n in ("mig-a", "mig-b") for r in results(
+        cluster.request("GET", f"/apis/resource.k8s.io/v1/namespaces/partitionable-mig/resourceclaims/{n}")[2])}
+    conflict = [ln for ln in out.splitlines() if "gpu-0-vgpu-0: CompatibilityGroupConflict" in ln]
+    assert conflict and all(f"{m} (allocated)" in conflict[0] for m in mig), out
