@@ -223,6 +223,9 @@ def _run_simulate(args: argparse.Namespace) -> int:
     except (OSError, SnapshotError) as e:
         print(f"dramock simulate: {e}", file=sys.stderr)
         return 2
+    except (KeyError, TypeError, AttributeError, ValueError) as e:  # an object of the wrong shape somewhere
+        print(f"dramock simulate: malformed input ({type(e).__name__}: {e})", file=sys.stderr)
+        return 2
     if args.output == "text":
         sys.stdout.write(simulate.render(result, args.verbose))
     else:
