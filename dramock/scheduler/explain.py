@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from dramock.scheduler import allocator
+from dramock.scheduler import allocator, extended
 from dramock.scheduler.loop import (
     FILTER_TIMEOUT,
     MSG_CANNOT_ALLOCATE,
@@ -185,6 +185,11 @@ def pod_claims(cluster: Cluster, pod: Obj) -> tuple[list[Obj], str | None]:
         if claim["metadata"].get("deletionTimestamp"):
             return [], f'resourceclaim "{cname}" is being deleted'
         claims.append(claim)
+    ext = (pod.get("status") or {}).get("extendedResourceClaimStatus") or {}
+    if ext.get("resourceClaimName") and cluster.gates.enabled("DRAExtendedResource"):
+        claim = cluster.claim(ns, ext["resourceClaimName"])
+        if claim is not None and not claim["metadata"].get("deletionTimestamp"):
+            claims.append(claim)
     return claims, None
 
 
@@ -208,6 +213,10 @@ def evaluate(cluster: Cluster, pod: Obj, claims: list[Obj], nodes: list[Obj], tr
     requests = pod_requests(pod)
     classes = cluster.snap.class_map()
     uid = pod["metadata"].get("uid")
+    # KEP-5004: extended resources that no node lists are allocated through DRA, in a special claim.
+    ext = extended.extended_requests(pod, classes) if cluster.gates.enabled("DRAExtendedResource") else []
+    has_special = any((c["metadata"].get("annotations") or {}).get(extended.EXTENDED_RESOURCE_CLAIM_ANNOTATION)
+                      == "true" for c in claims)
     out = []
     for node in nodes:
         name = node["metadata"]["name"]
@@ -215,12 +224,15 @@ def evaluate(cluster: Cluster, pod: Obj, claims: list[Obj], nodes: list[Obj], tr
         if cluster.node_of(pod) == name:  # explaining a pod already there: it does not compete with itself
             count -= 1
             used = {k: v - requests.get(k, Fraction(0)) for k, v in used.items()}
-        reason = node_fit_reason(pod, node, requests, _allocatable(node), used, count)
+        backed = extended.dra_backed(ext, node) if ext else []
+        node_requests = extended.node_requests_without(requests, backed) if backed else requests
+        reason = node_fit_reason(pod, node, node_requests, _allocatable(node), used, count)
         if reason is None:
             reason, _ = allocated_claims_reason(node, allocated, uid)
         verdict = NodeVerdict(name, reason)
-        if reason is None and pending:
-            stripped = [_without_allocation(c) for c in pending]
+        to_allocate = pending + ([extended.in_memory_claim(pod, backed)] if backed and not has_special else [])
+        if reason is None and to_allocate:
+            stripped = [_without_allocation(c) for c in to_allocate]
             verdict.pending = stripped
             verdict.tracer = Tracer(owners) if trace else None
             outcome = allocator.allocate(AllocationInput(

@@ -70,7 +70,8 @@ def _place(cluster: Cluster, pod: Obj) -> Obj:
                     for st in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
     pod_claim_of.update({pc.get("resourceClaimName"): pc.get("name")
                          for pc in (pod.get("spec") or {}).get("resourceClaims") or [] if pc.get("resourceClaimName")})
-    for claim in claims:
+    special = [c for c in fit.pending if c["metadata"]["uid"] not in {x["metadata"]["uid"] for x in claims}]
+    for claim in claims + special:  # special: KEP-5004's claim for extended resources, created at PreBind
         uid = claim["metadata"]["uid"]
         reserved = copy.deepcopy(claim)
         status = reserved.setdefault("status", {})
@@ -80,6 +81,7 @@ def _place(cluster: Cluster, pod: Obj) -> Obj:
         cluster.in_flight[uid] = reserved
         entry["claims"].append({"name": claim["metadata"]["name"],
                                 "podClaimName": pod_claim_of.get(claim["metadata"]["name"]),
+                                "extendedResources": claim in special,
                                 "allocation": status.get("allocation"), "new": uid in allocations})
     cluster.placed[md["uid"]] = fit.name
     return entry
