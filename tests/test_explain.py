@@ -253,3 +253,17 @@ def test_verbose_lists_every_device_and_json_is_served(api):
     assert code == 404 and body["kind"] == "Status" and body["reason"] == "NotFound"
     code, _, body = api.request("GET", "/dramock/explain/namespaces/x-many/pods/p?format=xml")
     assert code == 400 and body["kind"] == "Status"
+
+
+def test_distinct_attribute_names_the_device_with_the_same_value(api):
+    d = "dist.example.com"
+    devs = [{"name": f"gpu-{i}", "attributes": {"model": {"string": "a100"}, "index": {"int": i}}} for i in range(2)]
+    _scenario(api, "x-distinct", d, [_slice("dist", d, "dist", devs)],
+              [_req("a", d, f'device.attributes["{d}"].index == 0'), _req("b", d)],
+              constraints=[{"distinctAttribute": f"{d}/model"}])
+    out = _explain(api, "x-distinct")
+    assert _line(out, f"{d}/dist/gpu-1", request="b") == (
+        f'{d}/dist/gpu-1: ConstraintNotSatisfied: distinctAttribute {d}/model: "a100" is also the value of device '
+        f"{d}/dist/gpu-0 (request a)")
+    assert _line(out, f"{d}/dist/gpu-0", request="b") == (
+        f"{d}/dist/gpu-0: ChosenForOtherRequest: already chosen for claim x-distinct/c, request a of this pod")
