@@ -26,6 +26,10 @@ Per feature (1.37 gates in dramock.schemas.featuregates):
   * DRADeviceTaints / DRADeviceTaintRules: NoSchedule/NoExecute taints must be tolerated.
   * DRADeviceBindingConditions: bindingConditions copied into results, pools with binding conditions
     last, `bindsToNode` pins the node, `allocationTimestamp` set when any result has binding conditions.
+
+Explanation mode: with `AllocationInput.tracer` (dramock.scheduler.explain.Tracer) the allocator tells it why
+each device was passed over, in words with the values involved (the `why_*` methods). The calls sit only on
+the paths that reject a device, behind one `is not None` test, so the scheduler's path does no extra work.
 """
 
 from __future__ import annotations
