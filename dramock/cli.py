@@ -1,5 +1,5 @@
 """The `dramock` command: serve (all in one), apiserver, controller-manager, scheduler, kubelet, example-driver,
-kubeconfig."""
+kubeconfig, and the tools explain (why a pod is where it is) and simulate (placement over a snapshot, offline)."""
 
 from __future__ import annotations
 
@@ -99,6 +99,26 @@ def build_parser() -> argparse.ArgumentParser:
     add_kubelet_flags(kl)
     drv = sub.add_parser("example-driver", help="run the example DRA driver (gpu.example.com) for one node")
     add_driver_flags(drv)
+    ex = sub.add_parser("explain", help="why a pod is pending (or why it got its devices): node by node, claim "
+                        "by claim, device by device, as the server's /dramock/explain endpoint tells")
+    ex.add_argument("--kubeconfig", default="", help="kubeconfig naming the server (default $KUBECONFIG)")
+    ex.add_argument("--server", default="", help="server URL (default: from the kubeconfig, else "
+                    "http://127.0.0.1:8080)")
+    ex.add_argument("-n", "--namespace", default="default")
+    ex.add_argument("pod", help="the pod's name")
+    ex.add_argument("-v", "--verbose", action="store_true", help="list every device, not a few per reason")
+    ex.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    sim = sub.add_parser("simulate", help="place the pending pods of a snapshot (kubectl get deviceclasses,"
+                         "resourceslices,resourceclaims,nodes,pods -A -o yaml) offline, with dramock's allocator")
+    sim.add_argument("-f", "--filename", action="append", default=[], required=True,
+                     help="a snapshot or manifest file (YAML or JSON, '-' for stdin); repeatable")
+    sim.add_argument("--add", action="append", default=[], metavar="FILE",
+                     help="hypothetical objects (pods, claims, templates, nodes, slices) added after the snapshot")
+    sim.add_argument("--remove", action="append", default=[], metavar="KIND/NS/NAME",
+                     help="take an object away first (KIND/NAME for cluster-scoped kinds); repeatable")
+    sim.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    sim.add_argument("-v", "--verbose", action="store_true", help="list every device in explanations")
+    sim.add_argument("--feature-gates", default="", help="comma-separated Name=true|false pairs (1.37 defaults)")
     kc = sub.add_parser("kubeconfig", help="print a kubeconfig for a running dramock server")
     kc.add_argument("--server", default="", help="server URL (default http://127.0.0.1:8080)")
     kc.add_argument("--bind-address", default=DEFAULT_BIND)
@@ -122,7 +142,101 @@ def main(argv: list[str] | None = None) -> int:
         return run_from_args(args)
     if args.command in ("kubelet", "example-driver"):
         return _run_node_component(args)
+    if args.command == "explain":
+        return _run_explain(args)
+    if args.command == "simulate":
+        return _run_simulate(args)
     return _run_server(args)
+
+
+def _print(obj: dict, output: str) -> None:
+    import json
+
+    import yaml
+
+    if output == "json":
+        sys.stdout.write(json.dumps(obj, indent=2) + "\n")
+    else:
+        sys.stdout.write(yaml.safe_dump(obj, sort_keys=False))
+
+
+def _run_explain(args: argparse.Namespace) -> int:
+    import json
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    from dramock.client.rest import server_from_kubeconfig
+    from dramock.scheduler import explain
+
+    server = args.server
+    kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
+    if not server and kubeconfig:
+        try:
+            server = server_from_kubeconfig(kubeconfig)
+        except (OSError, KeyError, StopIteration, TypeError) as e:
+            print(f"dramock explain: cannot read the server from kubeconfig {kubeconfig}: {e}", file=sys.stderr)
+            return 2
+    server = (server or _server_url(DEFAULT_BIND, DEFAULT_PORT)).rstrip("/")
+    path = (f"/dramock/explain/namespaces/{urllib.parse.quote(args.namespace, safe='')}/pods/"
+            f"{urllib.parse.quote(args.pod, safe='')}")
+    try:
+        with urllib.request.urlopen(server + path, timeout=60) as resp:
+            expl = json.loads(resp.read())
+    except urllib.error.HTTPError as e:
+        try:
+            message = json.loads(e.read()).get("message") or e.reason
+        except ValueError:
+            message = e.reason
+        print(f"Error from server: {message}", file=sys.stderr)
+        return 1
+    except (urllib.error.URLError, OSError) as e:
+        print(f"dramock explain: cannot reach {server}: {e}", file=sys.stderr)
+        return 1
+    if args.output == "text":
+        sys.stdout.write(explain.render(expl, args.verbose))
+    else:
+        _print(expl, args.output)
+    return 0
+
+
+def _run_simulate(args: argparse.Namespace) -> int:
+    from dramock.scheduler import simulate
+    from dramock.scheduler.snapshot import Snapshot, SnapshotError, load_documents
+    from dramock.schemas import featuregates
+
+    try:
+        gates = featuregates.FeatureGates(featuregates.parse(args.feature_gates))
+    except featuregates.FeatureGateError as e:
+        print(f"dramock simulate: invalid argument for --feature-gates: {e}", file=sys.stderr)
+        return 2
+
+    def read(name: str) -> list[dict]:
+        if name == "-":
+            return load_documents(sys.stdin.read(), "<stdin>")
+        with open(name, encoding="utf-8") as f:
+            return load_documents(f.read(), name)
+
+    try:
+        snap = Snapshot()
+        for name in args.filename:
+            for obj in read(name):
+                snap.add(obj)
+        for spec in args.remove:
+            snap.remove(spec)
+        added = [obj for name in args.add for obj in read(name)]
+        result = simulate.simulate(snap, gates, added)
+    except (OSError, SnapshotError) as e:
+        print(f"dramock simulate: {e}", file=sys.stderr)
+        return 2
+    except (KeyError, TypeError, AttributeError, ValueError) as e:  # an object of the wrong shape somewhere
+        print(f"dramock simulate: malformed input ({type(e).__name__}: {e})", file=sys.stderr)
+        return 2
+    if args.output == "text":
+        sys.stdout.write(simulate.render(result, args.verbose))
+    else:
+        _print(result, args.output)
+    return 0
 
 
 def _run_node_component(args: argparse.Namespace) -> int:

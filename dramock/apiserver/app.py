@@ -24,7 +24,7 @@ from prometheus_client import (
 from dramock import errors
 from dramock.admission import strategy as strategies
 from dramock.admission.chain import SYSTEM_NAMESPACES, Admission
-from dramock.apiserver import codec, discovery, health, openapi, params
+from dramock.apiserver import codec, discovery, explainapi, health, openapi, params
 from dramock.apiserver.rest import Call, Rest, Result, meta, now_rfc3339, stamp_resource_version
 from dramock.apiserver.watch import WatchHandler
 from dramock.jsonvalue import clone
@@ -219,7 +219,8 @@ class APIServer:
         parts = [p for p in path.split("/") if p]
         if not parts:
             return _json({"paths": sorted(["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/metrics",
-                                           "/openapi/v2", "/openapi/v3", "/version"])})
+                                           "/openapi/v2", "/openapi/v3", "/version", "/dramock/explain",
+                                           "/ui/"])})
         head = parts[0]
         if head in ("healthz", "livez", "readyz"):
             return health.respond(head, parts[1:], request, self.health)
@@ -234,6 +235,11 @@ class APIServer:
                                 headers={"Content-Type": CONTENT_TYPE_LATEST})
         if head == "openapi":
             return self._openapi(request, parts)
+        if head == "dramock" and parts[1:2] == ["explain"] and request.method == "GET":
+            return explainapi.handle_explain(self.store, FeatureGates(self.config.feature_gates), parts[2:],
+                                             request.query)
+        if head == "ui" and request.method in ("GET", "HEAD"):
+            return explainapi.handle_ui(parts[1:])
         if head == "api":
             if len(parts) == 1:
                 return self._discovery(request, core=True)

@@ -291,6 +291,50 @@ def fit_error_message(num_nodes: int, reasons: Counter[str]) -> str:
     return f"0/{num_nodes} nodes are available: {', '.join(parts)}."
 
 
+def node_fit_reason(pod: Obj, node: Obj, requests: dict[str, Fraction], allocatable: dict[str, Fraction],
+                    used: dict[str, Fraction], count: int) -> str | None:
+    """The non-DRA Filter plugins (NodeUnschedulable, NodeAffinity, TaintToleration, NodeResourcesFit) in
+    upstream's words, or None when the node passes them. `used`/`count`: the pods already on the node."""
+    spec = node.get("spec") or {}
+    pod_spec = pod.get("spec") or {}
+    if spec.get("unschedulable") and not tolerates(
+            pod_spec.get("tolerations") or [], {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}):
+        return MSG_UNSCHEDULABLE
+    if (pod_spec.get("nodeSelector") or pod_spec.get("affinity")) and not matches_node_affinity(pod, node):
+        return MSG_NODE_AFFINITY
+    if spec.get("taints"):
+        taint = untolerated_taint(pod, node)
+        if taint is not None:
+            return f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value', '')}}}"
+    if "pods" in allocatable and count + 1 > allocatable["pods"]:
+        return "Too many pods"
+    for res, want in sorted(requests.items()):
+        if want <= 0:
+            continue
+        if res not in allocatable:
+            if res in ("cpu", "memory", "ephemeral-storage") or res.startswith("hugepages-"):
+                # Deviation: upstream counts an unreported native resource as 0 allocatable; here a node
+                # that reports none (a bare Node created by hand) is not limited on it.
+                continue
+            return f"Insufficient {res}"
+        if used.get(res, Fraction(0)) + want > allocatable[res]:
+            return f"Insufficient {res}"
+    return None
+
+
+def allocated_claims_reason(node: Obj, allocated: list[Obj], uid: str | None) -> tuple[str | None, Obj | None]:
+    """Why the pod's allocated claims rule the node out (None: they don't), and the claim whose allocation
+    is elsewhere (a PostFilter candidate)."""
+    for c in allocated:
+        status = c["status"]
+        if not match_node_selector(status["allocation"].get("nodeSelector"), node):
+            return MSG_NOT_AVAILABLE, c
+        reserved = status.get("reservedFor") or []
+        if not any(r.get("uid") == uid for r in reserved) and len(reserved) >= RESERVED_FOR_MAX:
+            return MSG_IN_USE, None
+    return None, None
+
+
 def pod_claim_refs(pod: Obj) -> list[tuple[str, str | None, bool]]:
     """(pod claim name, ResourceClaim name, generated?) per pod claim. Raises WaitingForClaims when a
     generated claim is not recorded in the pod status yet; a name of None means no claim is needed."""
@@ -890,47 +934,13 @@ class Scheduler:
 
     def _filter_node(self, pod: Obj, node: Obj, requests: dict[str, Fraction],
                      usage: dict[str, tuple[dict[str, Fraction], int]]) -> str | None:
-        spec = node.get("spec") or {}
-        pod_spec = pod.get("spec") or {}
-        if spec.get("unschedulable") and not tolerates(
-                pod_spec.get("tolerations") or [], {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}):
-            return MSG_UNSCHEDULABLE
-        if (pod_spec.get("nodeSelector") or pod_spec.get("affinity")) and not matches_node_affinity(pod, node):
-            return MSG_NODE_AFFINITY
-        if spec.get("taints"):
-            taint = untolerated_taint(pod, node)
-            if taint is not None:
-                return f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value', '')}}}"
-        allocatable = self._allocatable_of(node)
         used, count = usage.get(node["metadata"]["name"], ({}, 0))
-        if "pods" in allocatable and count + 1 > allocatable["pods"]:
-            return "Too many pods"
-        for res, want in sorted(requests.items()):
-            if want <= 0:
-                continue
-            if res not in allocatable:
-                if res in ("cpu", "memory", "ephemeral-storage") or res.startswith("hugepages-"):
-                    # Deviation: upstream counts an unreported native resource as 0 allocatable; here a node
-                    # that reports none (a bare Node created by hand) is not limited on it.
-                    continue
-                return f"Insufficient {res}"
-            if used.get(res, Fraction(0)) + want > allocatable[res]:
-                return f"Insufficient {res}"
-        return None
+        return node_fit_reason(pod, node, requests, self._allocatable_of(node), used, count)
 
     @staticmethod
     def _filter_allocated_claims(pod: Obj, node: Obj, allocated: list[Obj],
                                  uid: str | None) -> tuple[str | None, Obj | None]:
-        """Why the pod's allocated claims rule the node out (None: they don't), and the claim whose allocation
-        is elsewhere (a PostFilter candidate)."""
-        for c in allocated:
-            status = c["status"]
-            if not match_node_selector(status["allocation"].get("nodeSelector"), node):
-                return MSG_NOT_AVAILABLE, c
-            reserved = status.get("reservedFor") or []
-            if not any(r.get("uid") == uid for r in reserved) and len(reserved) >= RESERVED_FOR_MAX:
-                return MSG_IN_USE, None
-        return None, None
+        return allocated_claims_reason(node, allocated, uid)
 
     async def _post_filter(self, pod: Obj, unavailable: list[Obj]) -> None:
         """PostFilter (DynamicResources): when an allocated claim kept the pod off some node and nobody else
