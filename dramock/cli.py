@@ -60,6 +60,9 @@ def _add_server_flags(p: argparse.ArgumentParser) -> None:
                    help="how often old revisions are compacted (default 300s, as kube-apiserver)")
     p.add_argument("--watch-bookmark-interval", type=float, default=10.0, metavar="SECONDS",
                    help="how often watches that allow bookmarks get one")
+    p.add_argument("--inject", action="append", default=[], metavar="RULE",
+                   help="a fault rule, e.g. api:verb=create,resource=resourceslices,code=500,rate=50%% "
+                        "(repeatable; syntax in the README and dramock/faults.py)")
     p.add_argument("-v", "--v", type=int, default=0, dest="verbosity",
                    help="log verbosity; 4 or more logs every request")
 
@@ -75,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_server_flags(serve)
     serve.add_argument("--nodes", type=int, default=2,
                        help="number of simulated nodes (kubelet shims with the example driver; 0 = none)")
+    serve.add_argument("--example-driver", action=argparse.BooleanOptionalAction, default=True,
+                       help="run the example driver (gpu.example.com) on every simulated node (default); "
+                            "--no-example-driver leaves the nodes to your own driver")
     api = sub.add_parser("apiserver", help="run the API server alone")
     _add_server_flags(api)
     cm = sub.add_parser("controller-manager", help="run the bundled controllers (resource claims, garbage "
@@ -159,9 +165,17 @@ def _run_server(args: argparse.Namespace) -> int:
     except registry.RuntimeConfigError as e:
         print(f"dramock: invalid argument for --runtime-config: {e}", file=sys.stderr)
         return 2
+    from dramock.faults import RuleError, parse_rule
+
+    for rule in args.inject:
+        try:
+            parse_rule(rule)
+        except RuleError as e:
+            print(f"dramock: invalid argument for --inject: {e}", file=sys.stderr)
+            return 2
     config = ServerConfig(data_dir=args.data_dir, database_url=args.database_url, feature_gates=gates,
                           compaction_interval=args.etcd_compaction_interval,
-                          bookmark_interval=args.watch_bookmark_interval)
+                          bookmark_interval=args.watch_bookmark_interval, fault_rules=args.inject)
     server = APIServer(config)
     url = _server_url(args.bind_address, args.port)
     if args.command == "serve":
@@ -176,7 +190,7 @@ def _run_server(args: argparse.Namespace) -> int:
         import asyncio
 
         stop = asyncio.Event()
-        app.cleanup_ctx.append(_components(url, args.nodes, args.data_dir, gates, stop))
+        app.cleanup_ctx.append(_components(url, args.nodes, args.data_dir, gates, stop, args.example_driver))
 
         async def stop_components(_app) -> None:  # before the server waits for open requests to finish
             stop.set()
@@ -201,7 +215,7 @@ def _node_root(data_dir: str, node: str) -> str:
     return root
 
 
-def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool], stop):
+def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool], stop, example_driver: bool = True):
     """The bundled components of `serve`: API clients of the server over HTTP, as the real ones are.
     The controller manager, the scheduler, and per simulated node a kubelet shim with the example driver."""
     import asyncio
@@ -218,7 +232,7 @@ def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool], sto
                  asyncio.create_task(run_scheduler(url, stop, gates=gates,
                                                    user_agent=f"dramock-scheduler/{__version__}"))]
         if nodes > 0:
-            tasks.append(asyncio.create_task(_start_nodes(url, nodes, data_dir, stop, tasks)))
+            tasks.append(asyncio.create_task(_start_nodes(url, nodes, data_dir, stop, tasks, example_driver)))
         yield
         stop.set()
         for t in tasks:
@@ -229,20 +243,28 @@ def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool], sto
     return ctx
 
 
-async def _start_nodes(url: str, nodes: int, data_dir: str, stop, tasks: list) -> None:
+async def _start_nodes(url: str, nodes: int, data_dir: str, stop, tasks: list, example_driver: bool) -> None:
     """Once the server answers: install the example DeviceClass and start a kubelet shim plus the example
     driver per node (they register and publish over HTTP like real ones)."""
     import asyncio
 
     import aiohttp
 
+    from dramock.client.rest import Client
     from dramock.kubelet.exampledriver import install_device_class, run_driver
     from dramock.kubelet.kubelet import KubeletConfig, run_kubelet
     from dramock.kubelet.node import NodeConfig
 
     while not stop.is_set():  # components start before the server listens
         try:
-            await install_device_class(url, EXAMPLE_DRIVER)
+            if example_driver:
+                await install_device_class(url, EXAMPLE_DRIVER)
+            else:
+                probe = Client(url, "dramock-serve/probe")
+                try:
+                    await probe.request("GET", "/version")
+                finally:
+                    await probe.close()
             break
         except (aiohttp.ClientError, OSError):
             await asyncio.sleep(0.1)
@@ -251,5 +273,7 @@ async def _start_nodes(url: str, nodes: int, data_dir: str, stop, tasks: list) -
         root = _node_root(data_dir, name)
         tasks.append(asyncio.create_task(run_kubelet(url, KubeletConfig(node=NodeConfig(name=name), root_dir=root),
                                                      stop)))
+        if not example_driver:
+            continue
         tasks.append(asyncio.create_task(run_driver(url, name, driver=EXAMPLE_DRIVER,
                                                     devices=EXAMPLE_GPUS_PER_NODE, root_dir=root, stop=stop)))

@@ -14,6 +14,7 @@ class APIError(Exception):
         self.reason = reason
         self.message = message
         self.details = details
+        self.retry_after: int | None = None  # seconds, sent as a Retry-After header (429, 503, 504)
 
     def with_cause(self, reason: str, field: str, message: str) -> APIError:
         details = self.details if self.details is not None else {}

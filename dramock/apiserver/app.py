@@ -25,6 +25,7 @@ from dramock.admission.chain import SYSTEM_NAMESPACES, Admission
 from dramock.apiserver import codec, discovery, openapi
 from dramock.apiserver.rest import Call, Rest, Result, meta, now_rfc3339, stamp_resource_version
 from dramock.apiserver.watch import WatchHandler
+from dramock.faults import Faults, RuleError, api_error
 from dramock.jsonvalue import clone
 from dramock.schemas import printers, registry
 from dramock.schemas.featuregates import FeatureGates
@@ -44,6 +45,7 @@ class ServerConfig:
     # Like kube-apiserver's --etcd-compaction-interval: history older than one interval is compacted.
     compaction_interval: float = 300.0
     bookmark_interval: float = 10.0
+    fault_rules: list[str] = field(default_factory=list)  # dramock.faults rules to start with (--inject)
 
     @property
     def url(self) -> str:
@@ -73,6 +75,9 @@ class Metrics:
                                  ["verb", "group", "version", "resource", "subresource", "scope", "component"],
                                  registry=self.registry)
 
+        self.injected_faults = Counter("dramock_injected_faults_total", "Faults injected by dramock.faults rules, "
+                                       "by rule and type.", ["rule", "type"], registry=self.registry)
+
     def on_watchers(self, kind: Kind, delta: int) -> None:
         self.watchers.labels(kind.group, kind.version, kind.kind).inc(delta)
 
@@ -97,6 +102,9 @@ class APIServer:
         self.rest = Rest(self.store, self.admission)
         self.metrics = Metrics()
         self.watch = WatchHandler(self.store, config.bookmark_interval, self.metrics.on_watchers)
+        self.faults = Faults(counter=self.metrics.injected_faults)
+        for rule in config.fault_rules:
+            self.faults.add(rule)
         self.ready = False
         self._compactor: asyncio.Task | None = None
 
@@ -174,7 +182,10 @@ class APIServer:
         return resp
 
     def _status_response(self, e: errors.APIError) -> web.Response:
-        return web.Response(status=e.code, text=codec.dumps(e.status()), content_type="application/json")
+        resp = web.Response(status=e.code, text=codec.dumps(e.status()), content_type="application/json")
+        if e.retry_after is not None:
+            resp.headers["Retry-After"] = str(e.retry_after)
+        return resp
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"
@@ -196,6 +207,8 @@ class APIServer:
                                 headers={"Content-Type": CONTENT_TYPE_LATEST})
         if head == "openapi":
             return self._openapi(request, parts)
+        if head == "dramock" and len(parts) >= 2 and parts[1] == "faults":
+            return await self._faults_request(request, parts[2:])
         if head == "api":
             if len(parts) == 1:
                 return self._discovery(request, core=True)
@@ -242,6 +255,77 @@ class APIServer:
             return web.Response(status=status, headers=headers, body=body)
         raise errors.path_not_found()
 
+    # ---------------------------------------------------------------- fault injection (dramock.faults)
+
+    async def _faults_request(self, request: web.Request, rest: list[str]) -> web.Response:
+        """GET lists the rules, POST adds ({"rule": R} or {"rules": [...]}, or R as text), DELETE clears them
+        (or one: /dramock/faults/ID); POST /dramock/faults/fire is a kubelet shim asking about its faults."""
+        if rest == ["fire"] and request.method == "POST":
+            ask = await self._json_body(request)
+            rule = self.faults.for_kubelet(str(ask.get("type", "")), str(ask.get("node", "")),
+                                           str(ask.get("driver", "")))
+            return _json({"fired": rule.describe() | {"params": rule.params} if rule else None})
+        if len(rest) > 1:
+            raise errors.path_not_found()
+        if rest:
+            if request.method != "DELETE" or not rest[0].isdigit():
+                raise errors.path_not_found()
+            if not self.faults.remove(int(rest[0])):
+                raise errors.APIError(404, "NotFound", f"fault rule {rest[0]} not found", {})
+            return _json(self._fault_list())
+        if request.method == "GET":
+            return _json(self._fault_list())
+        if request.method == "DELETE":
+            self.faults.clear()
+            return _json(self._fault_list())
+        if request.method != "POST":
+            raise errors.APIError(405, "MethodNotAllowed", "the server does not allow this method on the "
+                                  "requested resource", {})
+        if codec.media_type(request.headers.get("Content-Type", "")) == "text/plain":
+            texts = [line for line in (await request.text()).splitlines() if line.strip()]
+        else:
+            doc = await self._json_body(request)
+            texts = ([doc["rule"]] if "rule" in doc else []) + list(doc.get("rules") or [])
+        if not texts or not all(isinstance(t, str) for t in texts):
+            raise errors.bad_request('the body must be {"rule": "TYPE:key=value,..."} or {"rules": [...]}')
+        try:
+            added = [self.faults.add(t) for t in texts]
+        except RuleError as e:
+            raise errors.bad_request(f"invalid fault rule: {e}")
+        return web.Response(status=201, text=codec.dumps({"kind": "FaultRuleList", "apiVersion": "dramock.io/v1",
+                                                          "items": [r.describe() for r in added]}),
+                            content_type="application/json")
+
+    def _fault_list(self) -> Obj:
+        return {"kind": "FaultRuleList", "apiVersion": "dramock.io/v1", "items": self.faults.describe()}
+
+    @staticmethod
+    async def _json_body(request: web.Request) -> Obj:
+        import json
+
+        try:
+            doc = json.loads(await request.read() or b"{}")
+        except ValueError as e:
+            raise errors.bad_request(f"invalid JSON body: {e}")
+        if not isinstance(doc, dict):
+            raise errors.bad_request("the body must be a JSON object")
+        return doc
+
+    async def _inject(self, route: Route, call: Call) -> None:
+        """Apply the `api` fault rule firing for this request, if any: its latency, then its error."""
+        if not self.faults.rules:
+            return
+        kind = route.kind
+        assert kind is not None
+        rule = self.faults.for_request(route.verb, kind.plural, kind.group, route.subresource,
+                                       route.namespace or "", route.name or "", call.user_agent)
+        if rule is None:
+            return
+        if rule.latency:
+            await asyncio.sleep(rule.latency)
+        if rule.code is not None:
+            raise api_error(rule, kind.plural, kind.group, route.name or "")
+
     # ---------------------------------------------------------------- resources
 
     async def _resource_request(self, request: web.Request, group: str, version: str,
@@ -262,8 +346,11 @@ class APIServer:
         call = Call(kind, route.namespace, route.name, route.subresource, request.query,
                     user_agent=request.headers.get("User-Agent", ""))
         accept = codec.negotiate(request.headers.get("Accept"))
+        await self._inject(route, call)
         if route.verb == "watch":
-            return await self.watch.serve(request, call, accept, self._table_for_watch(call))
+            fault = self.faults.for_watch(kind.plural, kind.group, route.namespace or "", call.user_agent) \
+                if self.faults.rules else None
+            return await self.watch.serve(request, call, accept, self._table_for_watch(call), fault)
         body = b""
         if request.method in ("POST", "PUT", "PATCH", "DELETE"):
             if request.content_length is not None and request.content_length > codec.MAX_BODY:
