@@ -63,6 +63,8 @@ def _add_server_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--inject", action="append", default=[], metavar="RULE",
                    help="a fault rule, e.g. api:verb=create,resource=resourceslices,code=500,rate=50%% "
                         "(repeatable; syntax in the README and dramock/faults.py)")
+    p.add_argument("--inject-seed", type=int, default=None, metavar="N",
+                   help="seed of the random choices of rate-limited fault rules (reproducible runs)")
     p.add_argument("-v", "--v", type=int, default=0, dest="verbosity",
                    help="log verbosity; 4 or more logs every request")
 
@@ -175,7 +177,8 @@ def _run_server(args: argparse.Namespace) -> int:
             return 2
     config = ServerConfig(data_dir=args.data_dir, database_url=args.database_url, feature_gates=gates,
                           compaction_interval=args.etcd_compaction_interval,
-                          bookmark_interval=args.watch_bookmark_interval, fault_rules=args.inject)
+                          bookmark_interval=args.watch_bookmark_interval, fault_rules=args.inject,
+                          fault_seed=args.inject_seed)
     server = APIServer(config)
     url = _server_url(args.bind_address, args.port)
     if args.command == "serve":

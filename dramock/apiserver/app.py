@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +47,7 @@ class ServerConfig:
     compaction_interval: float = 300.0
     bookmark_interval: float = 10.0
     fault_rules: list[str] = field(default_factory=list)  # dramock.faults rules to start with (--inject)
+    fault_seed: int | None = None  # seeds the random choices of rate-limited rules (--inject-seed)
 
     @property
     def url(self) -> str:
@@ -102,7 +104,7 @@ class APIServer:
         self.rest = Rest(self.store, self.admission)
         self.metrics = Metrics()
         self.watch = WatchHandler(self.store, config.bookmark_interval, self.metrics.on_watchers)
-        self.faults = Faults(counter=self.metrics.injected_faults)
+        self.faults = Faults(counter=self.metrics.injected_faults, rng=random.Random(config.fault_seed))
         for rule in config.fault_rules:
             self.faults.add(rule)
         self.ready = False
