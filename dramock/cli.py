@@ -1,5 +1,5 @@
 """The `dramock` command: serve (all in one), apiserver, controller-manager, scheduler, kubelet, example-driver,
-kubeconfig."""
+check-driver, kubeconfig."""
 
 from __future__ import annotations
 
@@ -101,6 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_kubelet_flags(kl)
     drv = sub.add_parser("example-driver", help="run the example DRA driver (gpu.example.com) for one node")
     add_driver_flags(drv)
+    chk = sub.add_parser("check-driver", help="check a DRA driver registered on a running dramock against the "
+                         "kubelet-plugin contract; prints a pass/fail table, exits non-zero on failure")
+    from dramock.kubelet.checkdriver import add_check_flags
+
+    add_check_flags(chk)
     kc = sub.add_parser("kubeconfig", help="print a kubeconfig for a running dramock server")
     kc.add_argument("--server", default="", help="server URL (default http://127.0.0.1:8080)")
     kc.add_argument("--bind-address", default=DEFAULT_BIND)
@@ -124,6 +129,10 @@ def main(argv: list[str] | None = None) -> int:
         return run_from_args(args)
     if args.command in ("kubelet", "example-driver"):
         return _run_node_component(args)
+    if args.command == "check-driver":
+        from dramock.kubelet.checkdriver import run_from_args as check_driver
+
+        return check_driver(args)
     return _run_server(args)
 
 
