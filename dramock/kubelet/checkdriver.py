@@ -194,7 +194,19 @@ class DriverCheck:
         if not registry_dir:
             raise CheckFailed(f"node {self.node} does not say where its plugin registry is (no "
                               f"{REGISTRY_DIR_ANNOTATION} annotation); pass --plugins-registry-dir")
-        socket_path, info = await self.find_registration(registry_dir)
+        # The driver may still be starting (CI often starts it right before the check): wait for its socket.
+        why = [""]
+
+        async def found() -> tuple[str, Any] | None:
+            try:
+                return await self.find_registration(registry_dir)
+            except CheckFailed as e:
+                why[0] = str(e)
+                return None
+        try:
+            socket_path, info = await self.wait(f"a registration socket of {self.driver}", found)
+        except CheckFailed as e:
+            raise CheckFailed(f"{why[0]} ({e})")
         problems = []
         if info.type != DRA_PLUGIN_TYPE:
             problems.append(f"GetInfo type is {info.type!r}, want {DRA_PLUGIN_TYPE!r}")
@@ -246,9 +258,10 @@ class DriverCheck:
         return listed.get("items") or []
 
     async def check_slices(self) -> str:
-        slices = await self.slices()
-        if not slices:
-            raise CheckFailed(f"no ResourceSlice of {self.driver} with spec.nodeName={self.node}")
+        try:
+            slices = await self.wait("the driver's ResourceSlices", self.slices)
+        except CheckFailed as e:
+            raise CheckFailed(f"no ResourceSlice of {self.driver} with spec.nodeName={self.node} ({e})")
         pools: dict[str, list[Obj]] = {}
         for s in slices:
             pools.setdefault(s["spec"]["pool"]["name"], []).append(s)
