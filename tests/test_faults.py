@@ -162,3 +162,45 @@ def test_components_cope_with_injected_api_errors(tmp_path):
         assert "injected fault 1" in log and "injected fault 2" in log
     finally:
         stop(s)
+
+
+def _events(s, ns: str, reason: str) -> list[dict]:
+    out = json.loads(s.kubectl("get", "events", "-n", ns, "-o", "json").stdout)
+    return [e for e in out["items"] if e.get("reason") == reason]
+
+
+def test_kubelet_side_faults(tmp_path):
+    """prepare-error and prepare-timeout are retried by the kubelet (the driver is asked again and stays
+    idempotent); node-not-ready flips the node's Ready condition for a while; all are counted."""
+    s = start_server(str(tmp_path), "--nodes", "1", "--inject", "prepare-error:driver=gpu.example.com,count=1",
+                     "--inject", "prepare-timeout:node=node-1,count=1", command="serve")
+    try:
+        s.kubectl("create", "namespace", "kf")
+        s.kubectl("apply", "-f", "-", input=POD.format(ns="kf") + pod("kf", 0))
+        wait_for(lambda: json.loads(s.kubectl("get", "pod", "-n", "kf", "p0", "-o", "json").stdout)
+                 .get("status", {}).get("phase") == "Running", timeout=60, what="p0 Running")
+        failures = " | ".join(e["message"] for e in _events(s, "kf", "FailedPrepareDynamicResources"))
+        assert "UNAVAILABLE: dramock injected fault 1" in failures
+        assert "DEADLINE_EXCEEDED: dramock injected fault 2" in failures
+        assert [r["remaining"] for r in s.request("GET", "/dramock/faults")[2]["items"]] == [0, 0]
+
+        s.request("POST", "/dramock/faults", {"rule": "node-not-ready:node=node-1,for=1s"})
+
+        def ready() -> str:
+            node = json.loads(s.kubectl("get", "node", "node-1", "-o", "json").stdout)
+            return next(c for c in node["status"]["conditions"] if c["type"] == "Ready")["status"]
+        wait_for(lambda: ready() == "False", timeout=20, what="node-1 NotReady")
+        wait_for(lambda: ready() == "True", timeout=20, what="node-1 Ready again")
+        text = urllib_get(s.url + "/metrics")
+        for type_ in ("prepare-error", "prepare-timeout", "node-not-ready"):
+            assert metric(text, "dramock_injected_faults_total", type=type_) == 1, type_
+    finally:
+        stop(s)
+
+
+def test_watch_close_makes_informers_watch_again(fresh_server):
+    s = fresh_server
+    s.request("POST", "/dramock/faults", {"rule": "watch-close:resource=configmaps,user-agent=kubectl*,after=0.3s"})
+    res = s.kubectl("get", "--raw", "/api/v1/namespaces/default/configmaps?watch=1", timeout=30)
+    assert res.returncode == 0  # the stream ended by itself, cleanly
+    assert s.request("GET", "/dramock/faults")[2]["items"][0]["fired"] == 1

@@ -124,9 +124,16 @@ def test_inject(dramock_cluster, dramock_namespace):
     assert dramock_cluster.faults() == [{"id": 1, "rule": "api:verb=list,resource=secrets,latency=10ms",
                                          "type": "api", "fired": 0, "remaining": None}]
     assert dramock_cluster.injected_count(CM_500) == 1
+
+
+def test_official_client(dramock_cluster):
+    from kubernetes import client
+
+    nodes = client.CoreV1Api(dramock_cluster.api_client).list_node()
+    assert sorted(n.metadata.name for n in nodes.items) == ["node-1", "node-2"]
 ''')
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--dramock-nodes", "2",
                                            "--dramock-no-example-driver",
                                            "--dramock-feature-gates", "DRADeviceCompatibilityGroups=true",
                                            "--dramock-inject", "api:verb=list,resource=secrets,latency=10ms")
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=3)
