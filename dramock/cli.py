@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shutil
 import sys
 
 from dramock import KUBERNETES_VERSION, __version__, configure_logging
@@ -213,17 +214,28 @@ def _run_server(args: argparse.Namespace) -> int:
     return 0
 
 
-def _node_root(data_dir: str, node: str) -> str:
+def _node_root(data_dir: str, node: str, create: bool = True) -> str | None:
     """Where a simulated node keeps its plugin sockets. Unix socket paths are limited to ~107 bytes, so a
-    deep data dir falls back to a short temporary directory."""
+    deep data dir falls back to a short temporary directory, named in `<data-dir>/nodes/<node>.root`.
+    With `create=False`: that temporary directory if there is one, else None."""
     import tempfile
 
     root = os.path.join(os.path.abspath(data_dir), "nodes", node)
     longest = os.path.join(root, "plugins", EXAMPLE_DRIVER, "dra.sock")
-    if len(longest.encode()) > 100:
-        root = tempfile.mkdtemp(prefix=f"dramock-{node}-")
-        logging.getLogger("dramock").info("%s: the data dir is too deep for plugin sockets; node root is %s",
-                                          node, root)
+    if len(longest.encode()) <= 100:
+        return root if create else None
+    pointer = root + ".root"
+    if not create:
+        try:
+            with open(pointer, encoding="utf-8") as f:
+                return f.read().strip() or None
+        except OSError:
+            return None
+    root = tempfile.mkdtemp(prefix=f"dramock-{node}-")
+    os.makedirs(os.path.dirname(pointer), exist_ok=True)
+    with open(pointer, "w", encoding="utf-8") as f:
+        f.write(root)
+    logging.getLogger("dramock").info("%s: the data dir is too deep for plugin sockets; node root is %s", node, root)
     return root
 
 
@@ -251,6 +263,10 @@ def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool], sto
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(t, 5)
         await client.close()
+        for name in range(1, nodes + 1):  # the short temporary node roots of a deep data dir are this run's own
+            root = _node_root(data_dir, f"node-{name}", create=False)
+            if root is not None:
+                shutil.rmtree(root, ignore_errors=True)
 
     return ctx
 
@@ -283,6 +299,7 @@ async def _start_nodes(url: str, nodes: int, data_dir: str, stop, tasks: list, e
     for i in range(1, nodes + 1):
         name = f"node-{i}"
         root = _node_root(data_dir, name)
+        assert root is not None
         tasks.append(asyncio.create_task(run_kubelet(url, KubeletConfig(node=NodeConfig(name=name), root_dir=root),
                                                      stop)))
         if not example_driver:

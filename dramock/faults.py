@@ -48,7 +48,6 @@ import fnmatch
 import logging
 import random
 import re
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -249,42 +248,38 @@ def api_error(rule: Rule, resource: str, group: str, name: str) -> errors.APIErr
 
 @dataclass
 class Faults:
-    """The rules of one API server. `counter` is a prometheus Counter labelled (rule, type), or None."""
+    """The rules of one API server (used from its event loop only). `counter` is a prometheus Counter labelled
+    (rule, type), or None."""
 
     counter: Any = None
     rng: random.Random = field(default_factory=random.Random)
     rules: list[Rule] = field(default_factory=list)
     _next_id: int = 1
-    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, text: str) -> Rule:
         rule = parse_rule(text)
-        with self._lock:
-            rule.id = self._next_id
-            self._next_id += 1
-            self.rules.append(rule)
+        rule.id = self._next_id
+        self._next_id += 1
+        self.rules.append(rule)
         log.info("fault rule %d added: %s", rule.id, rule.text)
         return rule
 
     def remove(self, rule_id: int) -> bool:
-        with self._lock:
-            before = len(self.rules)
-            self.rules = [r for r in self.rules if r.id != rule_id]
-            return len(self.rules) != before
+        before = len(self.rules)
+        self.rules = [r for r in self.rules if r.id != rule_id]
+        return len(self.rules) != before
 
     def clear(self) -> None:
-        with self._lock:
-            self.rules = []
+        self.rules = []
         log.info("fault rules cleared")
 
     def describe(self) -> list[dict[str, Any]]:
         return [r.describe() for r in self.rules]
 
     def _fire(self, rule: Rule, what: str) -> bool:
-        with self._lock:
-            if rule.exhausted() or (rule.rate < 1 and self.rng.random() >= rule.rate):
-                return False
-            rule.fired += 1
+        if rule.exhausted() or (rule.rate < 1 and self.rng.random() >= rule.rate):
+            return False
+        rule.fired += 1
         log.info("injected fault %d (%s) on %s", rule.id, rule.text, what)
         if self.counter is not None:
             self.counter.labels(rule.text, rule.type).inc()
