@@ -221,7 +221,8 @@ def _node_root(data_dir: str, node: str, create: bool = True) -> str | None:
     import tempfile
 
     root = os.path.join(os.path.abspath(data_dir), "nodes", node)
-    longest = os.path.join(root, "plugins", EXAMPLE_DRIVER, "dra.sock")
+    longest = max(os.path.join(root, "plugins", EXAMPLE_DRIVER, "dra.sock"),
+                  os.path.join(root, "plugins_registry", f"{EXAMPLE_DRIVER}-reg.sock"), key=len)
     if len(longest.encode()) <= 100:
         return root if create else None
     pointer = root + ".root"
