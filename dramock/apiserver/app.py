@@ -24,9 +24,10 @@ from dramock import errors
 from dramock.admission import strategy as strategies
 from dramock.admission.chain import SYSTEM_NAMESPACES, Admission
 from dramock.apiserver import codec, discovery, openapi
+from dramock.apiserver import faults as faults_endpoint
 from dramock.apiserver.rest import Call, Rest, Result, meta, now_rfc3339, stamp_resource_version
 from dramock.apiserver.watch import WatchHandler
-from dramock.faults import Faults, RuleError, api_error
+from dramock.faults import Faults, api_error
 from dramock.jsonvalue import clone
 from dramock.schemas import printers, registry
 from dramock.schemas.featuregates import FeatureGates
@@ -210,7 +211,7 @@ class APIServer:
         if head == "openapi":
             return self._openapi(request, parts)
         if head == "dramock" and len(parts) >= 2 and parts[1] == "faults":
-            return await self._faults_request(request, parts[2:])
+            return await faults_endpoint.serve(self.faults, request, parts[2:])
         if head == "api":
             if len(parts) == 1:
                 return self._discovery(request, core=True)
@@ -258,60 +259,6 @@ class APIServer:
         raise errors.path_not_found()
 
     # ---------------------------------------------------------------- fault injection (dramock.faults)
-
-    async def _faults_request(self, request: web.Request, rest: list[str]) -> web.Response:
-        """GET lists the rules, POST adds ({"rule": R} or {"rules": [...]}, or R as text), DELETE clears them
-        (or one: /dramock/faults/ID); POST /dramock/faults/fire is a kubelet shim asking about its faults."""
-        if rest == ["fire"] and request.method == "POST":
-            ask = await self._json_body(request)
-            rule = self.faults.for_kubelet(str(ask.get("type", "")), str(ask.get("node", "")),
-                                           str(ask.get("driver", "")))
-            return _json({"fired": rule.describe() | {"params": rule.params} if rule else None})
-        if len(rest) > 1:
-            raise errors.path_not_found()
-        if rest:
-            if request.method != "DELETE" or not rest[0].isdigit():
-                raise errors.path_not_found()
-            if not self.faults.remove(int(rest[0])):
-                raise errors.APIError(404, "NotFound", f"fault rule {rest[0]} not found", {})
-            return _json(self._fault_list())
-        if request.method == "GET":
-            return _json(self._fault_list())
-        if request.method == "DELETE":
-            self.faults.clear()
-            return _json(self._fault_list())
-        if request.method != "POST":
-            raise errors.APIError(405, "MethodNotAllowed", "the server does not allow this method on the "
-                                  "requested resource", {})
-        if codec.media_type(request.headers.get("Content-Type", "")) == "text/plain":
-            texts = [line for line in (await request.text()).splitlines() if line.strip()]
-        else:
-            doc = await self._json_body(request)
-            texts = ([doc["rule"]] if "rule" in doc else []) + list(doc.get("rules") or [])
-        if not texts or not all(isinstance(t, str) for t in texts):
-            raise errors.bad_request('the body must be {"rule": "TYPE:key=value,..."} or {"rules": [...]}')
-        try:
-            added = [self.faults.add(t) for t in texts]
-        except RuleError as e:
-            raise errors.bad_request(f"invalid fault rule: {e}")
-        return web.Response(status=201, text=codec.dumps({"kind": "FaultRuleList", "apiVersion": "dramock.io/v1",
-                                                          "items": [r.describe() for r in added]}),
-                            content_type="application/json")
-
-    def _fault_list(self) -> Obj:
-        return {"kind": "FaultRuleList", "apiVersion": "dramock.io/v1", "items": self.faults.describe()}
-
-    @staticmethod
-    async def _json_body(request: web.Request) -> Obj:
-        import json
-
-        try:
-            doc = json.loads(await request.read() or b"{}")
-        except ValueError as e:
-            raise errors.bad_request(f"invalid JSON body: {e}")
-        if not isinstance(doc, dict):
-            raise errors.bad_request("the body must be a JSON object")
-        return doc
 
     async def _inject(self, route: Route, call: Call) -> None:
         """Apply the `api` fault rule firing for this request, if any: its latency, then its error."""
