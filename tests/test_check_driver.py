@@ -95,3 +95,19 @@ def test_thirdparty_driver(cluster, tmp_path, broken):
         assert results["prepare-idempotent"][0] == "PASS"
     finally:
         stop_process(proc)
+
+
+def test_cdi_ids_table_and_junit():
+    from dramock.kubelet.checkdriver import CDI_ID, FAIL, PASS, SKIP, Result, junit_xml, table
+
+    for good in ("gpu.example.com/gpu=gpu-0", "nvidia.com/gpu=0", "a/b=c", "vendor.io/class=dev:1.2"):
+        assert CDI_ID.match(good), good
+    for bad in ("", "gpu-0", "gpu.example.com/gpu", "/gpu=0", "example.com/=0", "example.com/gpu=", "a b/c=d"):
+        assert not CDI_ID.match(bad), bad
+    results = [Result("registration", PASS, "v1.DRAPlugin"), Result("prepare", FAIL, 'device "x": <empty>'),
+               Result("driver-restart", SKIP, "no command")]
+    lines = table(results).splitlines()
+    assert lines[0].split() == ["CHECK", "RESULT", "DETAIL"] and lines[2].split()[:2] == ["prepare", "FAIL"]
+    suite = ET.fromstring(junit_xml(results, "d.example.com")).find("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("3", "1", "1")
+    assert suite.findall("testcase")[1].find("failure").get("message") == 'device "x": <empty>'
