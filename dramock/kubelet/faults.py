@@ -30,7 +30,7 @@ class KubeletFaults:
                 self.supported = False
             else:
                 log.debug("fault injection: %s %s: %s", method, path, e)
-        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+        except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as e:  # ValueError: not JSON
             log.debug("fault injection: %s %s: %s", method, path, e)
         return None
 

@@ -12,6 +12,8 @@ import os
 import signal
 from dataclasses import dataclass, field
 
+import aiohttp
+
 from dramock.client.informer import cancel_all
 from dramock.client.rest import APIStatusError, Client, resource_path, server_from_kubeconfig
 from dramock.faults import KUBELET_RESTART, NODE_NOT_READY, parse_duration
@@ -124,7 +126,7 @@ class Kubelet:
         log.info("kubelet %s: restarting (injected fault)", self.node_name)
         try:
             await self.delete_slices()
-        except APIStatusError as e:
+        except (APIStatusError, aiohttp.ClientError, OSError) as e:
             log.warning("deleting ResourceSlices of node %s: %s", self.node_name, e)
         self.watcher = self._new_watcher()
         stop = asyncio.Event()
@@ -139,7 +141,7 @@ class Kubelet:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stop.wait(), seconds)
             await update_node_status(self.client, self.cfg.node)
-        except APIStatusError as e:
+        except (APIStatusError, aiohttp.ClientError, OSError) as e:
             log.warning("node %s status: %s", self.node_name, e)
 
 
