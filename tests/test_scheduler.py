@@ -102,10 +102,14 @@ class SchedulerThread:
 def start_cluster(tmp: str) -> Server:
     """`serve --nodes 2`: its own scheduler, controllers, kubelet shims and example drivers."""
     s = start_server(tmp, "--nodes", "2", command="serve")
-    # The simulated nodes register and publish their slices once the server listens.
-    wait_for(lambda: len(get(s, "/apis/resource.k8s.io/v1/resourceslices")["items"]) == 2, 30,
-             what="two ResourceSlices")
-    wait_for(lambda: len(get(s, "/api/v1/nodes")["items"]) == 2, 30, what="two nodes")
+    try:
+        # The simulated nodes register and publish their slices once the server listens.
+        wait_for(lambda: len(get(s, "/apis/resource.k8s.io/v1/resourceslices")["items"]) == 2, 30,
+                 what="two ResourceSlices")
+        wait_for(lambda: len(get(s, "/api/v1/nodes")["items"]) == 2, 30, what="two nodes")
+    except BaseException:
+        stop(s)  # the fixture never yields it: stop it here
+        raise
     return s
 
 
