@@ -1,11 +1,13 @@
 """The `dramock` command: serve (all in one), apiserver, controller-manager, scheduler, kubelet, example-driver,
-kubeconfig, and the tools explain (why a pod is where it is) and simulate (placement over a snapshot, offline)."""
+check-driver, kubeconfig, and the tools explain (why a pod is where it is) and simulate (placement over a
+snapshot, offline)."""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import os
+import shutil
 import sys
 
 from dramock import KUBERNETES_VERSION, __version__, configure_logging
@@ -66,6 +68,11 @@ def _add_server_flags(p: argparse.ArgumentParser) -> None:
                    help="mutating requests served at once before 429 (0: no limit), as kube-apiserver")
     p.add_argument("--request-header-timeout", type=float, default=32.0, metavar="SECONDS",
                    help="close a connection whose request headers are not complete by then (kube-apiserver: 32s)")
+    p.add_argument("--inject", action="append", default=[], metavar="RULE",
+                   help="a fault rule, e.g. api:verb=create,resource=resourceslices,code=500,rate=50%% "
+                        "(repeatable; syntax in the README and dramock/faults.py)")
+    p.add_argument("--inject-seed", type=int, default=None, metavar="N",
+                   help="seed of the random choices of rate-limited fault rules (reproducible runs)")
     p.add_argument("-v", "--v", type=int, default=0, dest="verbosity",
                    help="log verbosity; 4 or more logs every request")
 
@@ -81,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_server_flags(serve)
     serve.add_argument("--nodes", type=int, default=2,
                        help="number of simulated nodes (kubelet shims with the example driver; 0 = none)")
+    serve.add_argument("--example-driver", action=argparse.BooleanOptionalAction, default=True,
+                       help="run the example driver (gpu.example.com) on every simulated node (default); "
+                            "--no-example-driver leaves the nodes to your own driver")
     api = sub.add_parser("apiserver", help="run the API server alone")
     _add_server_flags(api)
     cm = sub.add_parser("controller-manager", help="run the bundled controllers (resource claims, garbage "
@@ -119,6 +129,11 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
     sim.add_argument("-v", "--verbose", action="store_true", help="list every device in explanations")
     sim.add_argument("--feature-gates", default="", help="comma-separated Name=true|false pairs (1.37 defaults)")
+    chk = sub.add_parser("check-driver", help="check a DRA driver registered on a running dramock against the "
+                         "kubelet-plugin contract; prints a pass/fail table, exits non-zero on failure")
+    from dramock.kubelet.checkdriver import add_check_flags
+
+    add_check_flags(chk)
     kc = sub.add_parser("kubeconfig", help="print a kubeconfig for a running dramock server")
     kc.add_argument("--server", default="", help="server URL (default http://127.0.0.1:8080)")
     kc.add_argument("--bind-address", default=DEFAULT_BIND)
@@ -146,6 +161,10 @@ def main(argv: list[str] | None = None) -> int:
         return _run_explain(args)
     if args.command == "simulate":
         return _run_simulate(args)
+    if args.command == "check-driver":
+        from dramock.kubelet.checkdriver import run_from_args as check_driver
+
+        return check_driver(args)
     return _run_server(args)
 
 
@@ -278,11 +297,20 @@ def _run_server(args: argparse.Namespace) -> int:
     except registry.RuntimeConfigError as e:
         print(f"dramock: invalid argument for --runtime-config: {e}", file=sys.stderr)
         return 2
+    from dramock.faults import RuleError, parse_rule
+
+    for rule in args.inject:
+        try:
+            parse_rule(rule)
+        except RuleError as e:
+            print(f"dramock: invalid argument for --inject: {e}", file=sys.stderr)
+            return 2
     config = ServerConfig(data_dir=args.data_dir, database_url=args.database_url, feature_gates=gates,
                           compaction_interval=args.etcd_compaction_interval,
                           bookmark_interval=args.watch_bookmark_interval,
                           max_requests_inflight=args.max_requests_inflight,
-                          max_mutating_requests_inflight=args.max_mutating_requests_inflight)
+                          max_mutating_requests_inflight=args.max_mutating_requests_inflight,
+                          fault_rules=args.inject, fault_seed=args.inject_seed)
     server = APIServer(config)
     url = _server_url(args.bind_address, args.port)
     if args.command == "serve":
@@ -297,7 +325,7 @@ def _run_server(args: argparse.Namespace) -> int:
         import asyncio
 
         stop = asyncio.Event()
-        app.cleanup_ctx.append(_components(url, args.nodes, args.data_dir, gates, stop))
+        app.cleanup_ctx.append(_components(url, args.nodes, args.data_dir, gates, stop, args.example_driver))
 
         async def stop_components(_app) -> None:  # before the server waits for open requests to finish
             stop.set()
@@ -309,22 +337,33 @@ def _run_server(args: argparse.Namespace) -> int:
     return 0
 
 
-def _node_root(data_dir: str, node: str) -> str:
-    """Where a simulated node keeps its plugin sockets. A data dir too deep for the longest socket the node's
-    driver binds (Unix socket paths hold at most 107 bytes) falls back to a short temporary directory."""
+def _node_root(data_dir: str, node: str, create: bool = True) -> str | None:
+    """Where a simulated node keeps its plugin sockets. Unix socket paths are limited to ~107 bytes, so a
+    deep data dir falls back to a short temporary directory, named in `<data-dir>/nodes/<node>.root`.
+    With `create=False`: that temporary directory if there is one, else None."""
     import tempfile
 
     from dramock.kubelet.sockets import driver_sockets, fits
 
     root = os.path.join(os.path.abspath(data_dir), "nodes", node)
-    if not all(fits(p) for p in driver_sockets(root, EXAMPLE_DRIVER)):
-        root = tempfile.mkdtemp(prefix=f"dramock-{node}-")
-        logging.getLogger("dramock").info("%s: the data dir is too deep for plugin sockets; node root is %s",
-                                          node, root)
+    if all(fits(p) for p in driver_sockets(root, EXAMPLE_DRIVER)):
+        return root if create else None
+    pointer = root + ".root"
+    if not create:
+        try:
+            with open(pointer, encoding="utf-8") as f:
+                return f.read().strip() or None
+        except OSError:
+            return None
+    root = tempfile.mkdtemp(prefix=f"dramock-{node}-")
+    os.makedirs(os.path.dirname(pointer), exist_ok=True)
+    with open(pointer, "w", encoding="utf-8") as f:
+        f.write(root)
+    logging.getLogger("dramock").info("%s: the data dir is too deep for plugin sockets; node root is %s", node, root)
     return root
 
 
-def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool], stop):
+def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool], stop, example_driver: bool = True):
     """The bundled components of `serve`: API clients of the server over HTTP, as the real ones are.
     The controller manager, the scheduler, and per simulated node a kubelet shim with the example driver."""
     import asyncio
@@ -340,13 +379,17 @@ def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool], sto
         tasks = [_component_task(ControllerManager(client).run(stop)),
                  _component_task(run_scheduler(url, stop, gates=gates, user_agent=f"dramock-scheduler/{__version__}"))]
         if nodes > 0:
-            tasks.append(_component_task(_start_nodes(url, nodes, data_dir, stop, tasks)))
+            tasks.append(_component_task(_start_nodes(url, nodes, data_dir, stop, tasks, example_driver)))
         yield
         stop.set()
         for t in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(t, 5)
         await client.close()
+        for name in range(1, nodes + 1):  # the short temporary node roots of a deep data dir are this run's own
+            root = _node_root(data_dir, f"node-{name}", create=False)
+            if root is not None:
+                shutil.rmtree(root, ignore_errors=True)
 
     return ctx
 
@@ -365,26 +408,37 @@ def _component_task(coro):
     return task
 
 
-async def _start_nodes(url: str, nodes: int, data_dir: str, stop, tasks: list) -> None:
+async def _start_nodes(url: str, nodes: int, data_dir: str, stop, tasks: list, example_driver: bool) -> None:
     """Once the server answers: install the example DeviceClass and start a kubelet shim plus the example
     driver per node (they register and publish over HTTP like real ones)."""
     import asyncio
 
     import aiohttp
 
+    from dramock.client.rest import Client
     from dramock.kubelet.exampledriver import install_device_class, run_driver
     from dramock.kubelet.kubelet import KubeletConfig, run_kubelet
     from dramock.kubelet.node import NodeConfig
 
     while not stop.is_set():  # components start before the server listens
         try:
-            await install_device_class(url, EXAMPLE_DRIVER)
+            if example_driver:
+                await install_device_class(url, EXAMPLE_DRIVER)
+            else:
+                probe = Client(url, "dramock-serve/probe")
+                try:
+                    await probe.request("GET", "/version")
+                finally:
+                    await probe.close()
             break
         except (aiohttp.ClientError, OSError):
             await asyncio.sleep(0.1)
     for i in range(1, nodes + 1):
         name = f"node-{i}"
         root = _node_root(data_dir, name)
+        assert root is not None
         tasks.append(_component_task(run_kubelet(url, KubeletConfig(node=NodeConfig(name=name), root_dir=root), stop)))
+        if not example_driver:
+            continue
         tasks.append(_component_task(run_driver(url, name, driver=EXAMPLE_DRIVER, devices=EXAMPLE_GPUS_PER_NODE,
                                                 root_dir=root, stop=stop)))

@@ -9,13 +9,13 @@ class APIError(Exception):
     """An error answered to the client as a `Status` object."""
 
     def __init__(self, code: int, reason: str, message: str, details: dict[str, Any] | None = None,
-                 headers: dict[str, str] | None = None):
+                 retry_after: int | None = None):
         super().__init__(message)
         self.code = code
         self.reason = reason
         self.message = message
         self.details = details
-        self.headers = headers or {}  # e.g. Retry-After beside a 429
+        self.retry_after = retry_after  # seconds, sent as a Retry-After header (429, 503, 504)
 
     def with_cause(self, reason: str, field: str, message: str) -> APIError:
         details = self.details if self.details is not None else {}

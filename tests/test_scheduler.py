@@ -108,7 +108,7 @@ def start_cluster(tmp: str) -> Server:
                  what="two ResourceSlices")
         wait_for(lambda: len(get(s, "/api/v1/nodes")["items"]) == 2, 30, what="two nodes")
     except BaseException:
-        stop(s)
+        stop(s)  # the fixture never yields it: stop it here
         raise
     return s
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,8 +26,10 @@ from dramock import errors
 from dramock.admission import strategy as strategies
 from dramock.admission.chain import SYSTEM_NAMESPACES, Admission
 from dramock.apiserver import codec, discovery, explainapi, health, openapi, params
+from dramock.apiserver import faults as faults_endpoint
 from dramock.apiserver.rest import Call, Rest, Result, meta, now_rfc3339, stamp_resource_version
 from dramock.apiserver.watch import WatchHandler
+from dramock.faults import Faults, api_error
 from dramock.jsonvalue import clone
 from dramock.schemas import printers, registry, versions
 from dramock.schemas.featuregates import FeatureGates
@@ -50,6 +53,8 @@ class ServerConfig:
     # long-running and not counted.
     max_requests_inflight: int = 400
     max_mutating_requests_inflight: int = 200
+    fault_rules: list[str] = field(default_factory=list)  # dramock.faults rules to start with (--inject)
+    fault_seed: int | None = None  # seeds the random choices of rate-limited rules (--inject-seed)
 
     @property
     def url(self) -> str:
@@ -79,6 +84,9 @@ class Metrics:
                                  ["verb", "group", "version", "resource", "subresource", "scope", "component"],
                                  registry=self.registry)
 
+        self.injected_faults = Counter("dramock_injected_faults_total", "Faults injected by dramock.faults rules, "
+                                       "by rule and type.", ["rule", "type"], registry=self.registry)
+
     def on_watchers(self, kind: Kind, delta: int) -> None:
         self.watchers.labels(kind.group, kind.version, kind.kind).inc(delta)
 
@@ -104,7 +112,7 @@ class InflightLimits:
         limit = self.limits[mutating]
         if limit and self.current[mutating] >= limit:
             raise errors.APIError(429, "TooManyRequests", "Too many requests, please try again later.",
-                                  {"retryAfterSeconds": 1}, headers={"Retry-After": "1"})
+                                  {"retryAfterSeconds": 1}, retry_after=1)
         self.current[mutating] += 1
         try:
             yield
@@ -134,6 +142,9 @@ class APIServer:
         self.watch = WatchHandler(self.store, config.bookmark_interval, self.metrics.on_watchers)
         self.health = health.HealthState()
         self.inflight = InflightLimits(config.max_requests_inflight, config.max_mutating_requests_inflight)
+        self.faults = Faults(counter=self.metrics.injected_faults, rng=random.Random(config.fault_seed))
+        for rule in config.fault_rules:
+            self.faults.add(rule)
         self._compactor: asyncio.Task | None = None
 
     def _namespace_labels(self, name: str) -> dict[str, str] | None:
@@ -211,8 +222,10 @@ class APIServer:
         return resp
 
     def _status_response(self, e: errors.APIError) -> web.Response:
-        return web.Response(status=e.code, text=codec.dumps(e.status()), content_type="application/json",
-                            headers=e.headers)
+        resp = web.Response(status=e.code, text=codec.dumps(e.status()), content_type="application/json")
+        if e.retry_after is not None:
+            resp.headers["Retry-After"] = str(e.retry_after)
+        return resp
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"
@@ -240,6 +253,8 @@ class APIServer:
                                              request.query)
         if head == "ui" and request.method in ("GET", "HEAD"):
             return explainapi.handle_ui(parts[1:])
+        if head == "dramock" and len(parts) >= 2 and parts[1] == "faults":
+            return await faults_endpoint.serve(self.faults, request, parts[2:])
         if head == "api":
             if len(parts) == 1:
                 return self._discovery(request, core=True)
@@ -281,6 +296,23 @@ class APIServer:
             return web.Response(status=status, headers=headers, body=body)
         raise errors.path_not_found()
 
+    # ---------------------------------------------------------------- fault injection (dramock.faults)
+
+    async def _inject(self, route: Route, call: Call) -> None:
+        """Apply the `api` fault rule firing for this request, if any: its latency, then its error."""
+        if not self.faults.rules:
+            return
+        kind = route.kind
+        assert kind is not None
+        rule = self.faults.for_request(route.verb, kind.plural, kind.group, route.subresource,
+                                       route.namespace or "", route.name or "", call.user_agent)
+        if rule is None:
+            return
+        if rule.latency:
+            await asyncio.sleep(rule.latency)
+        if rule.code is not None:
+            raise api_error(rule, kind.plural, kind.group, route.name or "")
+
     # ---------------------------------------------------------------- resources
 
     async def _resource_request(self, request: web.Request, group: str, version: str,
@@ -303,8 +335,11 @@ class APIServer:
         if kind.group == versions.GROUP and (deprecated := versions.deprecation_warning(kind.version, kind.kind)):
             call.warnings.append(deprecated)
         accept = codec.negotiate(request.headers.get("Accept"))
+        await self._inject(route, call)
         if route.verb == "watch":
-            return await self.watch.serve(request, call, accept, self._table_for_watch(call))
+            fault = self.faults.for_watch(kind.plural, kind.group, route.namespace or "", call.user_agent) \
+                if self.faults.rules else None
+            return await self.watch.serve(request, call, accept, self._table_for_watch(call), fault)
         body = b""
         if request.method in ("POST", "PUT", "PATCH", "DELETE"):
             if request.content_length is not None and request.content_length > codec.MAX_BODY:

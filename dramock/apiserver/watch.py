@@ -16,6 +16,7 @@ from aiohttp import web
 from dramock import errors
 from dramock.apiserver import codec, params, selectors
 from dramock.apiserver.rest import Call
+from dramock.faults import WATCH_GONE, Rule
 from dramock.schemas import convert
 from dramock.schemas.registry import Kind
 from dramock.storage.revlog import ADDED, DELETED, MODIFIED, Compacted, Event, FutureRevision, RevisionLog
@@ -95,7 +96,9 @@ class WatchHandler:
             w.wakeup.set()
 
     async def serve(self, request: web.Request, call: Call, accept: codec.Accept,
-                    table: Callable[[Kind, list[Obj], bool], Obj] | None) -> web.StreamResponse:
+                    table: Callable[[Kind, list[Obj], bool], Obj] | None,
+                    fault: Rule | None = None) -> web.StreamResponse:
+        """Stream events; a `fault` (watch-close / watch-gone rule) ends the stream early, with 410 for -gone."""
         kind = call.kind
         q = call.query
         label_reqs = selectors.parse_label_selector(call.param("labelSelector"))
@@ -128,6 +131,8 @@ class WatchHandler:
         timeout = DEFAULT_TIMEOUT
         if q.get("timeoutSeconds"):
             timeout = float(params.query_int(q["timeoutSeconds"], "timeoutSeconds")) or DEFAULT_TIMEOUT
+        if fault is not None:
+            timeout = min(timeout, fault.seconds("after", 0.0))
         start_rev: int | None = None
         if rv not in ("", "0") and not send_initial:
             try:
@@ -183,6 +188,9 @@ class WatchHandler:
                 await _write(resp, bytes(out), deadline)
             await self._stream(resp, watcher, encoder, deadline, bookmarks,
                                start_rev if start_rev is not None else snapshot_rev)
+            if fault is not None and fault.type == WATCH_GONE and not watcher.closed:
+                await _write(resp, encoder.line(ERROR, errors.too_old_resource_version(
+                    start_rev or snapshot_rev, self.store.revision).status()), deadline + WRITE_TIMEOUT)
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         except _Unresponsive:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -48,6 +49,20 @@ def resource_path(group: str, version: str, plural: str, namespace: str | None =
     return base
 
 
+# client-go's rest client retries an answer that carries Retry-After (429, or any 5xx) up to 10 times.
+MAX_RETRIES = 10
+
+
+def retry_after(code: int, header: str | None) -> float | None:
+    """Seconds to wait before retrying an answer, as client-go's checkWait decides; None: do not retry."""
+    if (code != 429 and code < 500) or header is None:
+        return None
+    try:
+        return max(float(int(header)), 0.0)
+    except ValueError:
+        return None
+
+
 class Client:
     def __init__(self, server: str, user_agent: str):
         self.server = server.rstrip("/")
@@ -69,13 +84,19 @@ class Client:
         s = await self.session()
         url = self.server + path + (("?" + urlencode(params)) if params else "")
         data = json.dumps(body) if body is not None else None
-        async with s.request(method, url, data=data, headers={"Content-Type": content_type},
-                             timeout=aiohttp.ClientTimeout(total=60)) as r:
-            raw = await r.read()
-            payload = json.loads(raw) if raw else {}
-            if r.status >= 300:
-                raise APIStatusError(r.status, payload)
-            return payload
+        for attempt in range(MAX_RETRIES + 1):
+            async with s.request(method, url, data=data, headers={"Content-Type": content_type},
+                                 timeout=aiohttp.ClientTimeout(total=60)) as r:
+                raw = await r.read()
+                payload = json.loads(raw) if raw else {}
+                if r.status < 300:
+                    return payload
+                wait = retry_after(r.status, r.headers.get("Retry-After"))
+                if wait is None or attempt == MAX_RETRIES:
+                    raise APIStatusError(r.status, payload)
+            log.debug("%s %s: %d, retrying in %ss (Retry-After)", method, path, r.status, wait)
+            await asyncio.sleep(wait)
+        raise AssertionError("unreachable")
 
     async def watch(self, path: str, params: dict[str, str]) -> AsyncIterator[Obj]:
         """Yield watch events; ends when the server closes the stream."""

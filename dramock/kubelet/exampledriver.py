@@ -450,13 +450,16 @@ async def run_driver(server: str, node_name: str, driver: str = DEFAULT_DRIVER, 
     pluginregistration_v1_pb2_grpc.add_RegistrationServicer_to_server(registration, reg_server)
     publisher = SlicePublisher(client, driver, node_name)
     config_mtime: int | None = None
+    # A failed publish is retried with backoff (5 ms doubling up to the resync period), as upstream's
+    # resourceslice controller requeues with a rate limiter, not only at the next resync.
+    retry_delay = 0.0
     try:
         _bind(dra_server, dra_sock)
         _bind(reg_server, reg_sock)
         await dra_server.start()
         await reg_server.start()
         while not stop.is_set():
-            await _wait_any([stop, registration.kick], resync_seconds)
+            await _wait_any([stop, registration.kick], retry_delay or resync_seconds)
             registration.kick.clear()
             if stop.is_set():
                 break
@@ -473,8 +476,11 @@ async def run_driver(server: str, node_name: str, driver: str = DEFAULT_DRIVER, 
                 continue
             try:
                 await publisher.sync(build_slices(driver, node_name, cfg))
-            except Exception as e:  # noqa: BLE001 - keep serving; the next resync retries
-                log.warning("driver %s on %s: publishing slices: %s", driver, node_name, e)
+                retry_delay = 0.0
+            except Exception as e:  # noqa: BLE001 - keep serving; retried with backoff
+                retry_delay = min(max(retry_delay * 2, 0.005), resync_seconds)
+                log.warning("driver %s on %s: publishing slices: %s (retrying in %.3fs)", driver, node_name, e,
+                            retry_delay)
     finally:
         await reg_server.stop(1)
         await dra_server.stop(1)

@@ -34,6 +34,7 @@ class NodeConfig:
                                                                "ephemeral-storage": "100Gi"})
     allocatable: dict[str, str] | None = None  # default: same as capacity
     labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
     address: str = "127.0.0.1"
     lease_duration_seconds: int = 40  # --node-lease-duration-seconds; renewed every quarter of it (10 s)
 
@@ -48,10 +49,12 @@ def node_labels(cfg: NodeConfig) -> dict[str, str]:
             "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": arch, **cfg.labels}
 
 
-def node_status(cfg: NodeConfig, previous: Obj | None = None) -> Obj:
+def node_status(cfg: NodeConfig, previous: Obj | None = None, not_ready: str = "") -> Obj:
+    """The status the kubelet posts; Ready=False with `not_ready` as its message when that is set."""
     now = now_time()
+    ready = "False" if not_ready else "True"
     prev_ready = next((c for c in (previous or {}).get("conditions", []) if c.get("type") == "Ready"), None)
-    transition = prev_ready["lastTransitionTime"] if prev_ready and prev_ready.get("status") == "True" else now
+    transition = prev_ready["lastTransitionTime"] if prev_ready and prev_ready.get("status") == ready else now
     conditions = [
         {"type": t, "status": "False", "reason": reason, "message": msg, "lastHeartbeatTime": now,
          "lastTransitionTime": now}
@@ -60,8 +63,8 @@ def node_status(cfg: NodeConfig, previous: Obj | None = None) -> Obj:
                                ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
                                ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"))
     ]
-    conditions.append({"type": "Ready", "status": "True", "reason": "KubeletReady",
-                       "message": "kubelet is posting ready status", "lastHeartbeatTime": now,
+    conditions.append({"type": "Ready", "status": ready, "reason": "KubeletNotReady" if not_ready else "KubeletReady",
+                       "message": not_ready or "kubelet is posting ready status", "lastHeartbeatTime": now,
                        "lastTransitionTime": transition})
     return {
         "capacity": dict(cfg.capacity),
@@ -82,22 +85,23 @@ async def register_node(client: Client, cfg: NodeConfig) -> Obj:
     labels = node_labels(cfg)
     try:
         node = await client.request("POST", path, {"apiVersion": "v1", "kind": "Node",
-                                                   "metadata": {"name": cfg.name, "labels": labels},
+                                                   "metadata": {"name": cfg.name, "labels": labels,
+                                                                "annotations": dict(cfg.annotations)},
                                                    "spec": {}})
         log.info("registered node %s", cfg.name)
     except APIStatusError as e:
         if e.code != 409:
             raise
         node = await client.request("PATCH", resource_path("", "v1", "nodes", name=cfg.name),
-                                    {"metadata": {"labels": labels}},
+                                    {"metadata": {"labels": labels, "annotations": dict(cfg.annotations)}},
                                     content_type="application/merge-patch+json")
     return await update_node_status(client, cfg, node)
 
 
-async def update_node_status(client: Client, cfg: NodeConfig, node: Obj | None = None) -> Obj:
+async def update_node_status(client: Client, cfg: NodeConfig, node: Obj | None = None, not_ready: str = "") -> Obj:
     if node is None:
         node = await client.request("GET", resource_path("", "v1", "nodes", name=cfg.name))
-    status = node_status(cfg, node.get("status"))
+    status = node_status(cfg, node.get("status"), not_ready)
     return await client.request("PATCH", resource_path("", "v1", "nodes", name=cfg.name, subresource="status"),
                                 {"status": status}, content_type="application/merge-patch+json")
 
@@ -157,3 +161,17 @@ class NodeLease:
                 log.warning("node lease %s: %s", self.cfg.name, e)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stop.wait(), self.cfg.lease_renew_interval)
+
+
+async def node_event(client: Client, node: str, reason: str, message: str, type_: str = "Normal") -> None:
+    """Post an Event about the Node (what `kubectl describe node` lists); best effort."""
+    now = now_time()
+    event = {"apiVersion": "v1", "kind": "Event", "metadata": {"generateName": f"{node}.", "namespace": "default"},
+             "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": node, "uid": node},
+             "reason": reason, "message": message, "type": type_, "source": {"component": "kubelet", "host": node},
+             "firstTimestamp": now, "lastTimestamp": now, "count": 1, "reportingComponent": "kubelet",
+             "reportingInstance": node}
+    try:
+        await client.request("POST", resource_path("", "v1", "events", "default"), event)
+    except APIStatusError as e:
+        log.debug("event for node %s: %s", node, e)

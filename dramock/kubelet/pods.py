@@ -30,8 +30,10 @@ from typing import Any
 
 from dramock.client.informer import cancel_all, list_and_watch
 from dramock.client.rest import APIStatusError, Client, resource_path
+from dramock.faults import PREPARE_ERROR, PREPARE_TIMEOUT
+from dramock.kubelet.faults import KubeletFaults
 from dramock.kubelet.node import now_time
-from dramock.kubelet.plugins import PluginError, PluginRegistry
+from dramock.kubelet.plugins import DRAPluginClient, PluginError, PluginRegistry
 
 log = logging.getLogger("dramock.kubelet.pods")
 
@@ -113,8 +115,10 @@ def _drivers_of(claim: Obj) -> list[str]:
 
 class PodManager:
     def __init__(self, client: Client, node_name: str, plugins: PluginRegistry,
-                 backoff_initial: float = BACKOFF_INITIAL, backoff_max: float = BACKOFF_MAX):
+                 backoff_initial: float = BACKOFF_INITIAL, backoff_max: float = BACKOFF_MAX,
+                 faults: KubeletFaults | None = None):
         self.client = client
+        self.faults = faults
         self.node_name = node_name
         self.plugins = plugins
         self.backoff_initial, self.backoff_max = backoff_initial, backoff_max
@@ -311,7 +315,7 @@ class PodManager:
             plugin = self.plugins.get(driver)
             if plugin is None:
                 raise NotReady(f"DRA driver {driver} is not registered on node {self.node_name}")
-            answer = await plugin.node_prepare_resources([pc.wire() for pc in pcs])
+            answer = await self._call_prepare(plugin, driver, pcs)
             for pc in pcs:
                 res = answer.get(pc.uid)
                 if res is None:
@@ -325,6 +329,19 @@ class PodManager:
             self.prepared[pc.uid] = pc
         for claim in claims:
             self.prepared[claim["metadata"]["uid"]].pods.add(pod["metadata"]["uid"])
+
+    async def _call_prepare(self, plugin: DRAPluginClient, driver: str, pcs: list[PreparedClaim]) -> dict[str, Obj]:
+        """NodePrepareResources, unless an injected fault (prepare-error, prepare-timeout) says otherwise."""
+        if self.faults is not None and (rule := await self.faults.fire(PREPARE_ERROR, driver)):
+            raise PluginError(f"NodePrepareResources on {driver}: UNAVAILABLE: dramock injected fault "
+                              f"{rule['id']}: {rule['rule']}")
+        answer = await plugin.node_prepare_resources([pc.wire() for pc in pcs])
+        if self.faults is not None and (rule := await self.faults.fire(PREPARE_TIMEOUT, driver)):
+            # The driver did the work; the answer is lost as if the deadline passed. The retry must find the
+            # claims prepared already (drivers must be idempotent).
+            raise PluginError(f"NodePrepareResources on {driver}: DEADLINE_EXCEEDED: dramock injected fault "
+                              f"{rule['id']}: {rule['rule']}")
+        return answer
 
     async def _report_cdi_devices(self, pod: Obj, claims: list[Obj]) -> None:
         """One Normal event per container that got devices: its CDI device IDs (as the runtime would get them)."""
