@@ -343,10 +343,10 @@ def _node_root(data_dir: str, node: str, create: bool = True) -> str | None:
     With `create=False`: that temporary directory if there is one, else None."""
     import tempfile
 
-    from dramock.kubelet.sockets import driver_sockets, fits
+    from dramock.kubelet.sockets import root_fits
 
     root = os.path.join(os.path.abspath(data_dir), "nodes", node)
-    if all(fits(p) for p in driver_sockets(root, EXAMPLE_DRIVER)):
+    if root_fits(root):
         return root if create else None
     pointer = root + ".root"
     if not create:

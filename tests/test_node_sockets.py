@@ -13,8 +13,16 @@ import pytest
 
 from dramock.cli import EXAMPLE_DRIVER, _node_root
 from dramock.kubelet.exampledriver import run_driver
-from dramock.kubelet.sockets import UNIX_SOCKET_PATH_MAX, SocketPathError, check_socket_path, driver_sockets
+from dramock.kubelet.sockets import (
+    DRIVER_NAME_ROOM,
+    UNIX_SOCKET_PATH_MAX,
+    SocketPathError,
+    check_socket_path,
+    driver_sockets,
+)
 from tests.conftest import start_server, stop, wait_for
+
+ROOM = "d" * DRIVER_NAME_ROOM  # the longest driver name a node root is sized for
 
 
 def _data_dir_of_length(base: str, length: int) -> str:
@@ -37,13 +45,13 @@ def test_node_root_fits_every_data_dir_length(short_base: str) -> None:
         data_dir = _data_dir_of_length(short_base, length)
         root = _node_root(data_dir, "node-1")
         roots.append(root)
-        longest = max(driver_sockets(root, EXAMPLE_DRIVER), key=len)
+        longest = max(driver_sockets(root, EXAMPLE_DRIVER) + driver_sockets(root, ROOM), key=len)
         assert len(longest) <= UNIX_SOCKET_PATH_MAX, (length, longest)
         if root.startswith(os.path.abspath(data_dir)):
             continue
         # A fallback happens only where the data dir's own layout would not fit.
         inside = os.path.join(data_dir, "nodes", "node-1")
-        assert max(len(p) for p in driver_sockets(inside, EXAMPLE_DRIVER)) > UNIX_SOCKET_PATH_MAX, length
+        assert max(len(p) for p in driver_sockets(inside, ROOM)) > UNIX_SOCKET_PATH_MAX, length
     for root in roots:
         if not root.startswith(short_base):
             shutil.rmtree(root, ignore_errors=True)
@@ -66,11 +74,11 @@ def test_driver_refuses_a_registry_dir_too_deep_for_its_socket(short_base: str) 
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("offset", [-3, -2, -1, 0, 1, 2, 40])
+@pytest.mark.parametrize("offset", [-3, -2, -1, 0, 1, 2, 26, 27, 40])
 def test_serve_registers_both_nodes_around_the_socket_limit(short_base: str, offset: int) -> None:
-    """Lengths around the last one whose node root fits inside the data dir (the case that once failed
-    silently), and one far past it."""
-    suffix = max(len(p) for p in driver_sockets(os.path.join("", "nodes", "node-1"), EXAMPLE_DRIVER)) + 1
+    """Lengths around the last one whose node root fits inside the data dir, the 53 and 54 characters that once
+    failed silently (offsets 26 and 27), and one far past them."""
+    suffix = max(len(p) for p in driver_sockets(os.path.join("", "nodes", "node-1"), ROOM)) + 1
     limit = UNIX_SOCKET_PATH_MAX - suffix  # longest data dir whose sockets fit inside it
     length = limit + offset
     tmp = _data_dir_of_length(short_base, length - len("/data"))

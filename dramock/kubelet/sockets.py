@@ -38,6 +38,16 @@ def driver_sockets(root_dir: str, driver: str) -> list[str]:
     return [registration_socket(registry_dir(root_dir), driver), plugin_socket(plugins_dir(root_dir), driver)]
 
 
+# A node root must leave room for the sockets of drivers other than the example one (a user's driver runs on the
+# simulated nodes too): it is sized for driver names up to this long (DRA allows 63).
+DRIVER_NAME_ROOM = 40
+
+
+def root_fits(root_dir: str) -> bool:
+    """Whether every socket of a driver with a name up to DRIVER_NAME_ROOM characters fits under `root_dir`."""
+    return all(fits(p) for p in driver_sockets(root_dir, "d" * DRIVER_NAME_ROOM))
+
+
 def fits(path: str) -> bool:
     return len(os.fsencode(path)) <= UNIX_SOCKET_PATH_MAX
 
