@@ -22,7 +22,7 @@ from prometheus_client import (
 from dramock import errors
 from dramock.admission import strategy as strategies
 from dramock.admission.chain import SYSTEM_NAMESPACES, Admission
-from dramock.apiserver import codec, discovery, openapi
+from dramock.apiserver import codec, discovery, openapi, protobuf
 from dramock.apiserver.rest import Call, Rest, Result, meta, now_rfc3339, stamp_resource_version
 from dramock.apiserver.watch import WatchHandler
 from dramock.jsonvalue import clone
@@ -154,14 +154,14 @@ class APIServer:
         try:
             resp = await handler(request)
         except errors.APIError as e:
-            resp = self._status_response(e)
+            resp = self._status_response(request, e)
         except web.HTTPRequestEntityTooLarge:
-            resp = self._status_response(errors.request_entity_too_large(codec.MAX_BODY))
+            resp = self._status_response(request, errors.request_entity_too_large(codec.MAX_BODY))
         except web.HTTPException:
             raise
         except Exception as e:  # never a traceback to the client
             log.exception("internal error serving %s %s", request.method, request.path)
-            resp = self._status_response(errors.internal(type(e).__name__ + ": " + str(e)))
+            resp = self._status_response(request, errors.internal(type(e).__name__ + ": " + str(e)))
         route: Route | None = request["route"]
         if route is not None and route.kind is not None:
             k = route.kind
@@ -173,7 +173,9 @@ class APIServer:
                   resp.status, (time.perf_counter() - start) * 1000)
         return resp
 
-    def _status_response(self, e: errors.APIError) -> web.Response:
+    def _status_response(self, request: web.Request, e: errors.APIError) -> web.Response:
+        if request["route"] is not None and codec.negotiate_error(request.headers.get("Accept")).protobuf:
+            return web.Response(status=e.code, body=protobuf.encode(e.status()), content_type=codec.PROTOBUF)
         return web.Response(status=e.code, text=codec.dumps(e.status()), content_type="application/json")
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
@@ -299,7 +301,7 @@ class APIServer:
     def _bind(self, call: Call, body: bytes, content_type: str) -> Result:
         """pods/binding: set spec.nodeName of an unbound pod (what the scheduler calls)."""
         doc, _ = codec.parse_document(body, content_type or codec.JSON) if codec.media_type(content_type) != \
-            codec.PROTOBUF else (_decode_protobuf(body), [])
+            codec.PROTOBUF else (protobuf.decode(body), [])
         if not isinstance(doc, dict):
             raise errors.bad_request("binding body must be an object")
         target = (doc.get("target") or {}).get("name")
@@ -360,7 +362,9 @@ class APIServer:
                 body = {"kind": "PartialObjectMetadata", "apiVersion": av, "metadata": body["metadata"]}
         elif not accept.yaml and result.encoded is not None:
             text = result.encoded
-        if accept.yaml:
+        if accept.protobuf:
+            resp = web.Response(status=result.code, body=protobuf.encode(body), content_type=codec.PROTOBUF)
+        elif accept.yaml:
             resp = web.Response(status=result.code, text=codec.to_yaml(body), content_type="application/yaml")
         else:
             resp = web.Response(status=result.code, text=text if text is not None else codec.dumps(body),
@@ -408,12 +412,6 @@ class APIServer:
             raise errors.APIError(405, "MethodNotAllowed", "the server does not allow this method on the "
                                   "requested resource", {})
         return Route(verb, kind, namespace, name, sub)
-
-
-def _decode_protobuf(body: bytes) -> Obj:
-    from dramock.apiserver import protobuf
-
-    return protobuf.decode(body)
 
 
 def _scope(route: Route) -> str:

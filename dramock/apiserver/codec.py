@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from dramock import errors
+from dramock.apiserver import protobuf
 from dramock.schemas import registry, structural
 from dramock.schemas.registry import Kind
 
@@ -148,8 +149,6 @@ def decode_object(body: bytes, content_type: str, kind: Kind, field_validation: 
     """Decode a create/update body for `kind`, applying upstream's strict-decoding rules."""
     mt = media_type(content_type)
     if mt == PROTOBUF:
-        from dramock.apiserver import protobuf
-
         obj, dups = protobuf.decode(body), []
     elif mt in (JSON, YAML, "", "*/*", "text/yaml", "application/x-yaml"):
         obj, dups = parse_document(body, content_type, kind)
@@ -209,14 +208,16 @@ def check_type_meta(obj: Obj, kind: Kind, fill: bool = True) -> None:
 
 @dataclass(frozen=True)
 class Accept:
-    """What the client asked for: plain objects, a Table, or PartialObjectMetadata, as JSON or YAML."""
+    """What the client asked for: plain objects, a Table, or PartialObjectMetadata, as JSON, YAML or protobuf."""
 
     form: str = ""  # "", "Table", "PartialObjectMetadata", "PartialObjectMetadataList"
     version: str = "v1"  # meta.k8s.io version of Table / PartialObjectMetadata
     yaml: bool = False
+    protobuf: bool = False
 
 
 def negotiate(accept_header: str | None) -> Accept:
+    """The first clause of the client's Accept this server can answer (upstream's order; q is not ranked)."""
     if not accept_header:
         return Accept()
     for clause in accept_header.split(","):
@@ -224,20 +225,33 @@ def negotiate(accept_header: str | None) -> Accept:
         mt = parts[0].lower()
         params = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
         as_ = params.get("as", "")
-        if mt in (JSON, "*/*", "application/*", PROTOBUF, YAML, "application/vnd.kubernetes.protobuf;stream=watch"):
+        if mt in (JSON, "*/*", "application/*", PROTOBUF, YAML):
             if as_:
                 if params.get("g") != "meta.k8s.io" or as_ not in (
                         "Table", "PartialObjectMetadata", "PartialObjectMetadataList"):
                     continue
                 if params.get("v", "v1") not in ("v1", "v1beta1"):
                     continue
-                return Accept(as_, params.get("v", "v1"), mt == YAML)
-            return Accept(yaml=mt == YAML)
+                # Upstream renders a Table as JSON or YAML only (AllowsMediaTypeTransform): skip the clause.
+                if as_ == "Table" and mt == PROTOBUF:
+                    continue
+                if mt == PROTOBUF and params.get("v", "v1") != "v1":
+                    continue  # only meta.k8s.io/v1's PartialObjectMetadata has a compiled contract here
+                return Accept(as_, params.get("v", "v1"), mt == YAML, mt == PROTOBUF)
+            return Accept(yaml=mt == YAML, protobuf=mt == PROTOBUF)
         if mt.startswith("application/json") and not as_:
             return Accept()
     raise errors.not_acceptable(
         "only the following media types are accepted: application/json, application/yaml, "
         "application/vnd.kubernetes.protobuf")
+
+
+def negotiate_error(accept_header: str | None) -> Accept:
+    """The form of a Status error: the negotiated media type, or JSON when negotiation itself fails."""
+    try:
+        return negotiate(accept_header)
+    except errors.APIError:
+        return Accept()
 
 
 def dumps(obj: Any) -> str:

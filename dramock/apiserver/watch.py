@@ -1,4 +1,5 @@
-"""Watch streams: newline-delimited JSON events served from the in-memory history and live writes.
+"""Watch streams: JSON lines, YAML documents or length-prefixed protobuf frames of events, served from the
+in-memory history and live writes.
 
 A watcher subscribes to its storage bucket before it takes its starting point, in the same tick, so no
 write can fall between the initial state and the live events.
@@ -14,7 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from dramock import errors
-from dramock.apiserver import codec, selectors
+from dramock.apiserver import codec, protobuf, selectors
 from dramock.apiserver.rest import Call
 from dramock.schemas import convert
 from dramock.schemas.registry import Kind
@@ -154,7 +155,8 @@ class WatchHandler:
                 pass  # nothing to replay yet: live events will follow
 
         resp = web.StreamResponse(status=200, headers={
-            "Content-Type": "application/yaml" if accept.yaml else "application/json",
+            "Content-Type": protobuf.WATCH_MEDIA_TYPE if accept.protobuf else
+            "application/yaml" if accept.yaml else "application/json",
             "Cache-Control": "no-cache, private",
             "Transfer-Encoding": "chunked"})
         for w in call.warnings:
@@ -219,7 +221,7 @@ class _Encoder:
         self.accept = accept
         self.table = table
         self.first_table = True
-        self.plain = not accept.form and not accept.yaml and not convert.needs_conversion(kind)
+        self.plain = not accept.form and not accept.yaml and not accept.protobuf and not convert.needs_conversion(kind)
 
     def event(self, t: str, ev: Event) -> bytes:
         return self.line(t, convert.from_storage(ev.obj, self.kind), ev.value)
@@ -229,6 +231,8 @@ class _Encoder:
             if self.plain and encoded is not None:
                 return f'{{"type":"{t}","object":{encoded}}}\n'.encode()
             obj = self._transform(obj)
+        if self.accept.protobuf:
+            return protobuf.watch_frame(t, obj)
         if self.accept.yaml:
             return (codec.to_yaml({"type": t, "object": obj}) + "---\n").encode()
         return (codec.dumps({"type": t, "object": obj}) + "\n").encode()
