@@ -162,8 +162,11 @@ def main(api: Path, machinery: Path, gnostic: Path) -> int:
 
         structs = go_structs(repos[idx], pkg_dir)
         for name in sorted(keep[key]):
+            by_number = {m.group(4): m.group(3) for m in map(_FIELD.match, messages[name]) if m}
             for go_type, json_tag, pb_tag in structs.get(name, []):
-                pb_name = next((p[5:] for p in pb_tag.split(",") if p.startswith("name=")), "")
+                # The tag names the field ("bytes,1,opt,name=x"), except some embedded ones ("bytes,1,req").
+                number = pb_tag.split(",")[1] if pb_tag.count(",") else ""
+                pb_name = by_number.get(number, "")
                 if not pb_name:
                     continue
                 full = f"{package}.{name}.{pb_name}"

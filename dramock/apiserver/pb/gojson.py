@@ -6,6 +6,7 @@ INLINE = frozenset([
     'k8s.io.api.core.v1.ConfigMapKeySelector.localObjectReference',
     'k8s.io.api.core.v1.ConfigMapProjection.localObjectReference',
     'k8s.io.api.core.v1.ConfigMapVolumeSource.localObjectReference',
+    'k8s.io.api.core.v1.EphemeralContainer.ephemeralContainerCommon',
     'k8s.io.api.core.v1.Probe.handler',
     'k8s.io.api.core.v1.SecretEnvSource.localObjectReference',
     'k8s.io.api.core.v1.SecretKeySelector.localObjectReference',
