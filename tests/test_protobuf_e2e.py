@@ -457,3 +457,45 @@ def test_errors_and_forms_upstream_cannot_encode(client: Client, pb: Messages):
     assert (unknown.typeMeta.apiVersion, unknown.typeMeta.kind) == ("meta.k8s.io/v1", "PartialObjectMetadataList")
     listed = pb(f"{META}.PartialObjectMetadataList").FromString(unknown.raw)
     assert "pbtest" in [i.metadata.name for i in listed.items]
+
+
+def test_openapi_v2_protobuf_is_the_full_document(srv, tmp_path):
+    """/openapi/v2 in gnostic protobuf carries what the JSON document does; kubectl reads it."""
+    out = tmp_path / "gnostic.pb"
+    assert protoc.main(["protoc", f"-I{PROTOS}", f"-I{resources.files('grpc_tools') / '_proto'}",
+                        "--include_imports", f"--descriptor_set_out={out}", "openapiv2/OpenAPIv2.proto"]) == 0
+    pool = descriptor_pool.DescriptorPool()
+    for f in descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes()).file:
+        pool.Add(f)
+    document = message_factory.GetMessageClass(pool.FindMessageTypeByName("openapi.v2.Document"))
+
+    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
+    conn.request("GET", "/openapi/v2", headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"})
+    resp = conn.getresponse()
+    assert resp.status == 200
+    assert resp.getheader("Content-Type") == "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+    doc = document.FromString(resp.read())
+    conn.close()
+    json_doc = Client(srv, None).json("/openapi/v2")
+
+    assert doc.swagger == "2.0" and doc.info.title == json_doc["info"]["title"]
+    assert {d.name for d in doc.definitions.additional_properties} == set(json_doc["definitions"])
+    assert {p.name for p in doc.paths.path} == set(json_doc["paths"])
+    claim = next(d.value for d in doc.definitions.additional_properties
+                 if d.name == "io.k8s.api.resource.v1.ResourceClaim")
+    gvk = next(v for v in claim.vendor_extension if v.name == "x-kubernetes-group-version-kind")
+    assert json.loads(gvk.value.yaml) == [{"group": "resource.k8s.io", "kind": "ResourceClaim", "version": "v1"}]
+    assert {p.name for p in claim.properties.additional_properties} == {"apiVersion", "kind", "metadata", "spec",
+                                                                         "status"}
+    spec = next(p.value for p in claim.properties.additional_properties if p.name == "spec")
+    assert spec._ref == "#/definitions/io.k8s.api.resource.v1.ResourceClaimSpec"
+    pods = next(p.value for p in doc.paths.path if p.name == "/api/v1/namespaces/{namespace}/pods/{name}")
+    query = [i.parameter.non_body_parameter.query_parameter_sub_schema.name for i in pods.patch.parameters
+             if i.parameter.WhichOneof("oneof") == "non_body_parameter"]
+    assert query == ["dryRun", "fieldManager", "fieldValidation", "force"]
+    assert [i.parameter.body_parameter.name for i in pods.patch.parameters][0] == "body"
+
+    # client-go's OpenAPISchema() parses exactly this: kubectl explain's plaintext-openapiv2 output uses it.
+    res = srv.kubectl("explain", "resourceclaims.spec.devices.requests", "--output", "plaintext-openapiv2")
+    assert "KIND:     ResourceClaim" in res.stdout and "VERSION:  resource.k8s.io/v1" in res.stdout
+    assert "exactly" in res.stdout
