@@ -29,7 +29,8 @@ MAGIC = b"k8s\x00"
 META = "k8s.io.apimachinery.pkg.apis.meta.v1"
 PACKAGES = {"v1": "k8s.io.api.core.v1", "resource.k8s.io/v1": "k8s.io.api.resource.v1",
             "resource.k8s.io/v1beta2": "k8s.io.api.resource.v1beta2",
-            "coordination.k8s.io/v1": "k8s.io.api.coordination.v1", "events.k8s.io/v1": "k8s.io.api.events.v1"}
+            "coordination.k8s.io/v1": "k8s.io.api.coordination.v1", "events.k8s.io/v1": "k8s.io.api.events.v1",
+            "apidiscovery.k8s.io/v2": "k8s.io.api.apidiscovery.v2"}
 
 
 class Messages:
@@ -499,3 +500,29 @@ def test_openapi_v2_protobuf_is_the_full_document(srv, tmp_path):
     res = srv.kubectl("explain", "resourceclaims.spec.devices.requests", "--output", "plaintext-openapiv2")
     assert "KIND:     ResourceClaim" in res.stdout and "VERSION:  resource.k8s.io/v1" in res.stdout
     assert "exactly" in res.stdout
+
+
+def test_discovery_in_protobuf(client: Client, pb: Messages):
+    """Aggregated and legacy discovery answer in protobuf when a protobuf client asks first (client-go's order)."""
+    c = client
+    aggregated = "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    json_aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    code, ctype, data = c.call("GET", "/apis", accept=f"{aggregated},{json_aggregated};q=0.9,application/json;q=0.8")
+    assert (code, ctype) == (200, aggregated)
+    (api_version, kind), listed = c.open("apidiscovery.k8s.io/v2", "APIGroupDiscoveryList", data)
+    assert (api_version, kind) == ("apidiscovery.k8s.io/v2", "APIGroupDiscoveryList")
+    view = json.loads(c.call("GET", "/apis", accept=json_aggregated)[2])
+    assert [g.metadata.name for g in listed.items] == [g["metadata"]["name"] for g in view["items"]]
+    resource = next(g for g in listed.items if g.metadata.name == "resource.k8s.io").versions[0].resources
+    claims = next(r for r in resource if r.resource == "resourceclaims")
+    assert claims.responseKind.kind == "ResourceClaim" and "watch" in claims.verbs
+    assert [s.subresource for s in claims.subresources] == ["status"]
+
+    code, ctype, data = c.call("GET", "/api/v1", accept=f"{PB}, application/json")
+    assert (code, ctype) == (200, PB)
+    unknown = pb("k8s.io.apimachinery.pkg.runtime.Unknown").FromString(data[4:])
+    assert unknown.typeMeta.kind == "APIResourceList"
+    resources = pb(f"{META}.APIResourceList").FromString(unknown.raw)
+    pods = next(r for r in resources.resources if r.name == "pods")
+    assert pods.kind == "Pod" and pods.namespaced and "deletecollection" in pods.verbs.items
+    assert c.json("/api/v1")["groupVersion"] == resources.groupVersion == "v1"

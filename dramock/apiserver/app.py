@@ -211,7 +211,7 @@ class APIServer:
             if group not in registry.groups():
                 raise errors.path_not_found()
             if len(parts) == 2:
-                return _json(discovery.group(group) or {})
+                return _discovery_document(request, discovery.group(group) or {})
             if parts[2] not in registry.versions_of(group):
                 raise errors.path_not_found()
             return await self._resource_request(request, group, parts[2], parts[3:])
@@ -223,11 +223,12 @@ class APIServer:
         return web.Response(text="ok")  # also for the per-check paths such as /healthz/ping
 
     def _discovery(self, request: web.Request, core: bool) -> web.Response:
-        if discovery.wants_aggregated(request.headers.get("Accept", "")):
-            body, etag = discovery.aggregated_bytes(core)
-            return web.Response(body=body, headers={"Content-Type": discovery.AGGREGATED_V2, "ETag": etag,
-                                                    "Vary": "Accept"})
-        return _json(discovery.core_versions() if core else discovery.group_list(), vary=True)
+        form = discovery.negotiate(request.headers.get("Accept"))
+        if form.aggregated:
+            body, etag = (discovery.aggregated_protobuf_bytes if form.protobuf else discovery.aggregated_bytes)(core)
+            content_type = discovery.AGGREGATED_V2_PROTOBUF if form.protobuf else discovery.AGGREGATED_V2
+            return web.Response(body=body, headers={"Content-Type": content_type, "ETag": etag, "Vary": "Accept"})
+        return _discovery_document(request, discovery.core_versions() if core else discovery.group_list())
 
     def _openapi(self, request: web.Request, parts: list[str]) -> web.Response:
         if parts[1:] == ["v2"]:
@@ -249,7 +250,7 @@ class APIServer:
     async def _resource_request(self, request: web.Request, group: str, version: str,
                                 rest: list[str]) -> web.StreamResponse:
         if not rest:
-            return _json(discovery.resource_list(group, version) or {})
+            return _discovery_document(request, discovery.resource_list(group, version) or {})
         watch_prefix = rest[0] == "watch"
         if watch_prefix:  # the deprecated /watch/ path form
             rest = rest[1:]
@@ -432,6 +433,15 @@ def _bool(raw: str | None) -> bool:
 
 def _escape_warning(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _discovery_document(request: web.Request, obj: Obj) -> web.Response:
+    """A legacy discovery document (meta/v1 APIVersions, APIGroupList, APIGroup, APIResourceList), negotiated."""
+    if obj and discovery.negotiate(request.headers.get("Accept")).protobuf:
+        resp = web.Response(body=protobuf.encode(obj), content_type=codec.PROTOBUF)
+        resp.headers["Vary"] = "Accept"
+        return resp
+    return _json(obj, vary=True)
 
 
 def _json(obj: Obj, vary: bool = False) -> web.Response:

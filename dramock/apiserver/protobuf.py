@@ -36,7 +36,8 @@ from google.protobuf.unknown_fields import UnknownFieldSet
 
 from ..errors import APIError, bad_request
 from .pb import gojson
-from .pb.k8s.io.api.coordination.v1 import generated_pb2 as _coordination_v1  # noqa: F401 (registers)
+from .pb.k8s.io.api.apidiscovery.v2 import generated_pb2 as _apidiscovery_v2  # noqa: F401 (registers)
+from .pb.k8s.io.api.coordination.v1 import generated_pb2 as _coordination_v1  # noqa: F401
 from .pb.k8s.io.api.core.v1 import generated_pb2 as _core_v1  # noqa: F401
 from .pb.k8s.io.api.events.v1 import generated_pb2 as _events_v1  # noqa: F401
 from .pb.k8s.io.api.resource.v1 import generated_pb2 as _resource_v1  # noqa: F401
@@ -53,7 +54,8 @@ WATCH_MEDIA_TYPE = MEDIA_TYPE + ";stream=watch"
 MAGIC = b"k8s\x00"
 
 _META = "k8s.io.apimachinery.pkg.apis.meta.v1"
-_TIME, _MICRO_TIME, _DURATION, _FIELDS_V1 = (f"{_META}.{n}" for n in ("Time", "MicroTime", "Duration", "FieldsV1"))
+_TIME, _MICRO_TIME, _DURATION, _FIELDS_V1, _VERBS = (
+    f"{_META}.{n}" for n in ("Time", "MicroTime", "Duration", "FieldsV1", "Verbs"))
 _QUANTITY = "k8s.io.apimachinery.pkg.api.resource.Quantity"
 _INT_OR_STRING = "k8s.io.apimachinery.pkg.util.intstr.IntOrString"
 _RAW_EXTENSION = "k8s.io.apimachinery.pkg.runtime.RawExtension"
@@ -61,10 +63,12 @@ _RAW_EXTENSION = "k8s.io.apimachinery.pkg.runtime.RawExtension"
 # API group -> protobuf package prefix (the version is appended).
 _PACKAGES = {"": "k8s.io.api.core", "resource.k8s.io": "k8s.io.api.resource",
              "coordination.k8s.io": "k8s.io.api.coordination", "events.k8s.io": "k8s.io.api.events",
-             "meta.k8s.io": "k8s.io.apimachinery.pkg.apis.meta"}
+             "apidiscovery.k8s.io": "k8s.io.api.apidiscovery", "meta.k8s.io": "k8s.io.apimachinery.pkg.apis.meta"}
 # meta/v1 kinds every group version registers (metav1.AddToGroupVersion), whatever apiVersion names them.
+# The legacy discovery documents are meta/v1 types as well.
 _META_KINDS = frozenset({"Status", "DeleteOptions", "WatchEvent", "ListOptions", "GetOptions", "CreateOptions",
-                         "UpdateOptions", "PatchOptions"})
+                         "UpdateOptions", "PatchOptions", "APIVersions", "APIGroupList", "APIGroup",
+                         "APIResourceList"})
 
 _POOL = descriptor_pool.Default()
 
@@ -346,6 +350,7 @@ _SPECIAL_TO_JSON: dict[str, Callable[[Any, str], Any]] = {
     _INT_OR_STRING: lambda m, _p: _text(m.strVal) if m.type == 1 else m.intVal,
     _RAW_EXTENSION: lambda m, p: _raw_json_to_json(m.raw, p),
     _FIELDS_V1: lambda m, p: _raw_json_to_json(m.Raw, p),
+    _VERBS: lambda m, _p: [_text(v) for v in m.items],  # Go's `Verbs []string`
 }
 _SPECIAL_FROM_JSON: dict[str, Callable[[Any, Any, str], None]] = {
     _TIME: _time_from_json,
@@ -355,6 +360,7 @@ _SPECIAL_FROM_JSON: dict[str, Callable[[Any, Any, str], None]] = {
     _INT_OR_STRING: _int_or_string_from_json,
     _RAW_EXTENSION: lambda m, v, _p: setattr(m, "raw", _dumps(v)),
     _FIELDS_V1: lambda m, v, _p: setattr(m, "Raw", _dumps(v)),
+    _VERBS: lambda m, v, _p: m.items.extend(v),
 }
 
 

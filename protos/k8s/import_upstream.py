@@ -42,6 +42,7 @@ SOURCES = [
     (API, "resource/v1beta2/generated.proto", "resource/v1beta2", None),
     (API, "resource/v1beta1/generated.proto", "resource/v1beta1", None),
     (API, "resource/v1alpha3/generated.proto", "resource/v1alpha3", None),
+    (API, "apidiscovery/v2/generated.proto", "apidiscovery/v2", None),  # aggregated discovery
 ]
 IMPORT_PREFIX = ("k8s.io/api/", "k8s.io/apimachinery/")
 

@@ -34,6 +34,16 @@ JSON_NAMES = {
 
 # Zero values JSON keeps (Go pointers, and tags without omitempty).
 KEEP_ZERO = frozenset([
+    'k8s.io.api.apidiscovery.v2.APIGroupDiscoveryList.items',
+    'k8s.io.api.apidiscovery.v2.APIResourceDiscovery.resource',
+    'k8s.io.api.apidiscovery.v2.APIResourceDiscovery.responseKind',
+    'k8s.io.api.apidiscovery.v2.APIResourceDiscovery.scope',
+    'k8s.io.api.apidiscovery.v2.APIResourceDiscovery.singularResource',
+    'k8s.io.api.apidiscovery.v2.APIResourceDiscovery.verbs',
+    'k8s.io.api.apidiscovery.v2.APISubresourceDiscovery.responseKind',
+    'k8s.io.api.apidiscovery.v2.APISubresourceDiscovery.subresource',
+    'k8s.io.api.apidiscovery.v2.APISubresourceDiscovery.verbs',
+    'k8s.io.api.apidiscovery.v2.APIVersionDiscovery.version',
     'k8s.io.api.coordination.v1.LeaseList.items',
     'k8s.io.api.coordination.v1.LeaseSpec.acquireTime',
     'k8s.io.api.coordination.v1.LeaseSpec.holderIdentity',
