@@ -96,7 +96,9 @@ class APIServer:
         self.admission = Admission(self.store)
         self.rest = Rest(self.store, self.admission)
         self.metrics = Metrics()
-        self.watch = WatchHandler(self.store, config.bookmark_interval, self.metrics.on_watchers)
+        # One protobuf encoder for responses and watch frames: it keeps each stored object's bytes.
+        self.protobuf = protobuf.Encoder()
+        self.watch = WatchHandler(self.store, config.bookmark_interval, self.metrics.on_watchers, self.protobuf)
         self.ready = False
         self._compactor: asyncio.Task | None = None
 
@@ -364,7 +366,7 @@ class APIServer:
         elif not accept.yaml and result.encoded is not None:
             text = result.encoded
         if accept.protobuf:
-            resp = web.Response(status=result.code, body=protobuf.encode(body), content_type=codec.PROTOBUF)
+            resp = web.Response(status=result.code, body=self.protobuf.encode(body), content_type=codec.PROTOBUF)
         elif accept.yaml:
             resp = web.Response(status=result.code, text=codec.to_yaml(body), content_type="application/yaml")
         else:

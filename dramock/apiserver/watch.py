@@ -73,8 +73,10 @@ class Watcher:
 
 
 class WatchHandler:
-    def __init__(self, store: RevisionLog, bookmark_interval: float, on_watchers: Callable[[Kind, int], None]):
+    def __init__(self, store: RevisionLog, bookmark_interval: float, on_watchers: Callable[[Kind, int], None],
+                 pb: protobuf.Encoder):
         self.store = store
+        self.protobuf = pb
         self.bookmark_interval = bookmark_interval
         self.on_watchers = on_watchers
         self.open: set[Watcher] = set()
@@ -161,7 +163,7 @@ class WatchHandler:
             "Transfer-Encoding": "chunked"})
         for w in call.warnings:
             resp.headers.add("Warning", f'299 - "{w}"')
-        encoder = _Encoder(kind, accept, table)
+        encoder = _Encoder(kind, accept, table, self.protobuf)
         try:
             await resp.prepare(request)
             if error is not None:
@@ -216,8 +218,10 @@ class WatchHandler:
 class _Encoder:
     """Encodes watch events in the form the client negotiated (objects, Table rows, or metadata)."""
 
-    def __init__(self, kind: Kind, accept: codec.Accept, table: Callable[[Kind, list[Obj], bool], Obj] | None):
+    def __init__(self, kind: Kind, accept: codec.Accept, table: Callable[[Kind, list[Obj], bool], Obj] | None,
+                 pb: protobuf.Encoder):
         self.kind = kind
+        self.protobuf = pb
         self.accept = accept
         self.table = table
         self.first_table = True
@@ -232,7 +236,7 @@ class _Encoder:
                 return f'{{"type":"{t}","object":{encoded}}}\n'.encode()
             obj = self._transform(obj)
         if self.accept.protobuf:
-            return protobuf.watch_frame(t, obj)
+            return self.protobuf.watch_frame(t, obj)
         if self.accept.yaml:
             return (codec.to_yaml({"type": t, "object": obj}) + "---\n").encode()
         return (codec.dumps({"type": t, "object": obj}) + "\n").encode()
