@@ -346,3 +346,30 @@ def test_random_corruption_never_raises_anything_but_api_error():
             decode(bytes(body))
         except APIError as e:
             assert e.code in (400, 415)
+
+
+def test_generated_k8s_modules_are_current(tmp_path):
+    """The committed dramock/apiserver/pb modules are what protos/generate_k8s.py makes from protos/k8s today."""
+    from importlib import import_module, resources
+
+    from google.protobuf import descriptor_pb2
+    from grpc_tools import protoc
+
+    root = Path(__file__).resolve().parents[1] / "protos" / "k8s"
+    files = sorted(str(p.relative_to(root)) for p in root.rglob("*.proto"))
+    assert protoc.main(["protoc", f"-I{root}", f"-I{resources.files('grpc_tools') / '_proto'}",
+                        f"--descriptor_set_out={tmp_path / 'set.pb'}", *files]) == 0
+    fds = descriptor_pb2.FileDescriptorSet.FromString((tmp_path / "set.pb").read_bytes())
+    assert len(fds.file) == len(files)
+    for fd in fds.file:
+        module = import_module("dramock.apiserver.pb." + fd.name.removesuffix(".proto").replace("/", ".") + "_pb2")
+        _strip_json_names(fd.message_type)  # protoc's Python generator leaves the defaults out
+        committed = descriptor_pb2.FileDescriptorProto.FromString(module.DESCRIPTOR.serialized_pb)
+        assert committed == fd, f"{fd.name}: regenerate with python protos/generate_k8s.py"
+
+
+def _strip_json_names(messages) -> None:
+    for m in messages:
+        for f in m.field:
+            f.ClearField("json_name")
+        _strip_json_names(m.nested_type)

@@ -526,3 +526,19 @@ def test_discovery_in_protobuf(client: Client, pb: Messages):
     pods = next(r for r in resources.resources if r.name == "pods")
     assert pods.kind == "Pod" and pods.namespaced and "deletecollection" in pods.verbs.items
     assert c.json("/api/v1")["groupVersion"] == resources.groupVersion == "v1"
+
+
+def test_binding_in_protobuf(client: Client, pb: Messages):
+    """kube-scheduler binds pods with a protobuf Binding."""
+    c = client
+    pod = build(pb, "v1", "Pod", "pb-bound", "pbtest", {"spec": {"containers": [{"name": "c", "image": "i"}]}})
+    assert c.call("POST", "/api/v1/namespaces/pbtest/pods", c.envelope(pod, "v1", "Pod"))[0] == 201
+    binding = pb.kind("v1", "Binding")()
+    binding.metadata.name = "pb-bound"
+    binding.target.kind, binding.target.name = "Node", "pb-node"
+    code, ctype, data = c.call("POST", "/api/v1/namespaces/pbtest/pods/pb-bound/binding",
+                               c.envelope(binding, "v1", "Binding"))
+    assert (code, ctype) == (201, PB), data
+    (_, kind), status = c.open("v1", "Pod", data)
+    assert kind == "Status" and status.status == "Success"
+    assert c.json("/api/v1/namespaces/pbtest/pods/pb-bound")["spec"]["nodeName"] == "pb-node"
