@@ -542,3 +542,17 @@ def test_binding_in_protobuf(client: Client, pb: Messages):
     (_, kind), status = c.open("v1", "Pod", data)
     assert kind == "Status" and status.status == "Success"
     assert c.json("/api/v1/namespaces/pbtest/pods/pb-bound")["spec"]["nodeName"] == "pb-node"
+
+
+def test_patch_answers_in_protobuf(client: Client, pb: Messages):
+    """Patch bodies are JSON by definition; the answer follows Accept."""
+    c = client
+    cm = build(pb, "v1", "ConfigMap", "pb-patched", "pbtest", {"data": {"a": "1"}})
+    assert c.call("POST", "/api/v1/namespaces/pbtest/configmaps", c.envelope(cm, "v1", "ConfigMap"))[0] == 201
+    code, ctype, data = c.call("PATCH", "/api/v1/namespaces/pbtest/configmaps/pb-patched",
+                               b'{"data":{"b":"2"}}', content_type="application/merge-patch+json")
+    assert (code, ctype) == (200, PB)
+    _, patched = c.open("v1", "ConfigMap", data)
+    assert dict(patched.data) == {"a": "1", "b": "2"}
+    view = c.json("/api/v1/namespaces/pbtest/configmaps/pb-patched")
+    assert_same(patched, {k: v for k, v in view.items() if k not in ("apiVersion", "kind")})

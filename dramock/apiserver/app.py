@@ -294,7 +294,7 @@ class APIServer:
             result = self.rest.delete_collection(call, body, content_type)
         else:
             raise errors.method_not_allowed(verb, kind.plural, kind.group)
-        return self._respond(call, accept, result)
+        return self._respond(call, accept, result, stored=verb in ("get", "list"))
 
     def _create(self, call: Call, body: bytes, content_type: str) -> Result:
         if call.subresource == "binding":
@@ -346,7 +346,8 @@ class APIServer:
                                      f'"Metadata", "None", "Object"')
         return value
 
-    def _respond(self, call: Call, accept: codec.Accept, result: Result) -> web.Response:
+    def _respond(self, call: Call, accept: codec.Accept, result: Result, stored: bool = False) -> web.Response:
+        """Encode a verb's result as negotiated; `stored`: the body holds stored objects (get, list)."""
         body: Any = result.body
         text: str | None = None
         is_list = isinstance(body, dict) and "items" in body and body.get("kind", "").endswith("List")
@@ -366,7 +367,8 @@ class APIServer:
         elif not accept.yaml and result.encoded is not None:
             text = result.encoded
         if accept.protobuf:
-            resp = web.Response(status=result.code, body=self.protobuf.encode(body), content_type=codec.PROTOBUF)
+            resp = web.Response(status=result.code, body=self.protobuf.encode(body, stored),
+                                content_type=codec.PROTOBUF)
         elif accept.yaml:
             resp = web.Response(status=result.code, text=codec.to_yaml(body), content_type="application/yaml")
         else:

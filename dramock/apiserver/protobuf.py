@@ -433,17 +433,18 @@ def encode(obj: Obj) -> bytes:
 class Encoder:
     """Encodes responses, remembering the bytes of each stored object it encoded.
 
-    An object's message is a function of (message type, uid, resourceVersion), so the bytes a GET, a LIST
-    and every watcher of a write need are made once. A list's message is assembled on the wire from its
-    items' cached bytes: a message is the concatenation of its fields, and each item is one length-delimited
-    field.
+    A stored object's message is a function of (message type, uid, resourceVersion), so the bytes a GET, a
+    LIST and every watcher of a write need are made once. Only callers serving stored objects pass
+    `stored=True`: a dry-run answer shares its uid and resourceVersion with a different stored object.
+    A list's message is assembled on the wire from its items' bytes: a message is the concatenation of
+    its fields, and each item is one length-delimited field.
     """
 
     def __init__(self, max_objects: int = 20_000):
         self.max_objects = max_objects
         self._cache: OrderedDict[tuple[str, str, str], bytes] = OrderedDict()
 
-    def encode(self, obj: Obj) -> bytes:
+    def encode(self, obj: Obj, stored: bool = False) -> bytes:
         """The enveloped protobuf form of `obj`; 406 when no served contract defines its kind."""
         api_version, kind = obj.get("apiVersion", ""), obj.get("kind", "")
         cls = message_class(api_version, kind)
@@ -452,27 +453,27 @@ class Encoder:
         desc = cls.DESCRIPTOR
         items = desc.fields_by_name.get("items")
         if kind.endswith("List") and items is not None and items.message_type is not None:
-            raw = self._list(obj, desc, items)
+            raw = self._list(obj, desc, items, stored)
         else:
-            raw = self._object(obj, desc)
+            raw = self._object(obj, desc, stored)
         envelope = runtime_pb.Unknown(raw=raw)
         envelope.typeMeta.apiVersion, envelope.typeMeta.kind = api_version, kind
         return MAGIC + envelope.SerializeToString()
 
-    def watch_frame(self, event_type: str, obj: Obj) -> bytes:
+    def watch_frame(self, event_type: str, obj: Obj, stored: bool = True) -> bytes:
         """One length-prefixed frame of a protobuf watch stream: a bare WatchEvent whose object is the
         enveloped object (upstream's raw stream serializer around its embedded serializer)."""
         event = meta_v1.WatchEvent(type=event_type)
-        event.object.raw = self.encode(obj)
+        event.object.raw = self.encode(obj, stored)
         data = event.SerializeToString()
         return len(data).to_bytes(4, "big") + data
 
-    def _object(self, obj: Obj, desc: Descriptor) -> bytes:
+    def _object(self, obj: Obj, desc: Descriptor, stored: bool) -> bytes:
         metadata = obj.get("metadata")
-        rv = metadata.get("resourceVersion") if isinstance(metadata, dict) else None
-        if not rv or not self.max_objects:
+        uid, rv = (metadata.get("uid"), metadata.get("resourceVersion")) if isinstance(metadata, dict) else (None, None)
+        if not (stored and uid and rv and self.max_objects):
             return from_json(obj, message_factory.GetMessageClass(desc)).SerializeToString()
-        key = (desc.full_name, metadata.get("uid", "") or metadata.get("name", ""), rv)
+        key = (desc.full_name, uid, rv)
         raw = self._cache.get(key)
         if raw is None:
             raw = self._cache[key] = from_json(obj, message_factory.GetMessageClass(desc)).SerializeToString()
@@ -480,12 +481,12 @@ class Encoder:
                 self._cache.popitem(last=False)
         return raw
 
-    def _list(self, obj: Obj, desc: Descriptor, items: FieldDescriptor) -> bytes:
+    def _list(self, obj: Obj, desc: Descriptor, items: FieldDescriptor, stored: bool) -> bytes:
         meta_field = desc.fields_by_name["metadata"]
         list_meta = from_json(obj.get("metadata") or {}, message_factory.GetMessageClass(meta_field.message_type))
         out = bytearray(_length_delimited(meta_field.number, list_meta.SerializeToString()))
         for item in obj.get("items") or ():
-            out += _length_delimited(items.number, self._object(item, items.message_type))
+            out += _length_delimited(items.number, self._object(item, items.message_type, stored))
         return bytes(out)
 
 

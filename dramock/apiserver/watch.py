@@ -235,8 +235,8 @@ class _Encoder:
             if self.plain and encoded is not None:
                 return f'{{"type":"{t}","object":{encoded}}}\n'.encode()
             obj = self._transform(obj)
-        if self.accept.protobuf:
-            return self.protobuf.watch_frame(t, obj)
+        if self.accept.protobuf:  # events carry stored objects; bookmarks and errors are not cached (no uid)
+            return self.protobuf.watch_frame(t, obj, stored=t != ERROR)
         if self.accept.yaml:
             return (codec.to_yaml({"type": t, "object": obj}) + "---\n").encode()
         return (codec.dumps({"type": t, "object": obj}) + "\n").encode()
