@@ -35,7 +35,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 from google.protobuf.unknown_fields import UnknownFieldSet
 
-from ..errors import APIError, bad_request
+from ..errors import APIError, bad_request, internal
 from .pb import gojson
 from .pb.k8s.io.api.apidiscovery.v2 import generated_pb2 as _apidiscovery_v2  # noqa: F401 (registers)
 from .pb.k8s.io.api.coordination.v1 import generated_pb2 as _coordination_v1  # noqa: F401
@@ -452,10 +452,13 @@ class Encoder:
             raise APIError(406, "NotAcceptable", f"{api_version}/{kind} has no protobuf encoding")
         desc = cls.DESCRIPTOR
         items = desc.fields_by_name.get("items")
-        if kind.endswith("List") and items is not None and items.message_type is not None:
-            raw = self._list(obj, desc, items, stored)
-        else:
-            raw = self._object(obj, desc, stored)
+        try:
+            if kind.endswith("List") and items is not None and items.message_type is not None:
+                raw = self._list(obj, desc, items, stored)
+            else:
+                raw = self._object(obj, desc, stored)
+        except (TypeError, ValueError, AttributeError) as e:  # a value the contract's type cannot hold
+            raise internal(f"encoding {api_version}/{kind} as protobuf: {e}")
         envelope = runtime_pb.Unknown(raw=raw)
         envelope.typeMeta.apiVersion, envelope.typeMeta.kind = api_version, kind
         return MAGIC + envelope.SerializeToString()
