@@ -51,16 +51,17 @@ def served(tmp_path):
     stop(s)
 
 
-def run(helm: Path, server, tmp: Path, *args: str) -> str:
+def run(helm: Path, server, tmp: Path, *args: str, ok: bool = True) -> str:
     env = {**os.environ, "KUBECONFIG": server.kubeconfig, "HELM_CACHE_HOME": str(tmp / "cache"),
            "HELM_CONFIG_HOME": str(tmp / "config"), "HELM_DATA_HOME": str(tmp / "data")}
     res = subprocess.run([str(helm), *args], capture_output=True, text=True, timeout=120, env=env)
-    assert res.returncode == 0, f"helm {' '.join(args)} failed:\n{res.stdout}\n{res.stderr}"
-    return res.stdout
+    assert (res.returncode == 0) == ok, f"helm {' '.join(args)} exited {res.returncode}:\n{res.stdout}\n{res.stderr}"
+    return res.stdout + res.stderr
 
 
-def release_secrets(server) -> list[dict]:
-    code, _, body = server.request("GET", "/api/v1/namespaces/default/secrets?labelSelector=owner%3Dhelm,name%3Drel")
+def release_secrets(server, name: str = "rel") -> list[dict]:
+    selector = f"owner%3Dhelm,name%3D{name}"
+    code, _, body = server.request("GET", f"/api/v1/namespaces/default/secrets?labelSelector={selector}")
     assert code == 200
     return body["items"]
 
@@ -70,8 +71,8 @@ def release_payload(secret: dict) -> dict:
     return json.loads(gzip.decompress(base64.b64decode(base64.b64decode(secret["data"]["release"]))))
 
 
-def settings(server) -> str | None:
-    code, _, body = server.request("GET", "/api/v1/namespaces/default/configmaps/rel-settings")
+def settings(server, name: str = "rel") -> str | None:
+    code, _, body = server.request("GET", f"/api/v1/namespaces/default/configmaps/{name}-settings")
     return body["data"]["revision"] if code == 200 else None
 
 
@@ -103,3 +104,14 @@ def test_install_upgrade_rollback_uninstall_reinstall(helm, served, tmp_path):
     run(helm, served, tmp_path, "install", "rel", chart, "--set", "revision=again")
     assert settings(served) == "again"
     assert [s["metadata"]["labels"]["version"] for s in release_secrets(served)] == ["1"]
+
+
+def test_failed_install_rolls_back_and_the_name_is_free_again(helm, served, tmp_path):
+    """--rollback-on-failure uninstalls a release whose manifest the server rejects (protobuf deletes)."""
+    out = run(helm, served, tmp_path, "install", "bad", str(CHART), "--set", "broken=true",
+              "--rollback-on-failure", "--timeout", "60s", ok=False)
+    assert "has been uninstalled due to rollback-on-failure" in out and "Not_A_Valid_Name" in out
+    wait_for(lambda: settings(served, "bad") is None and not release_secrets(served, "bad"),
+             what="the failed release to be cleaned up")
+    run(helm, served, tmp_path, "install", "bad", str(CHART), "--set", "revision=fixed")
+    assert settings(served, "bad") == "fixed"
