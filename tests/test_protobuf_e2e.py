@@ -556,3 +556,19 @@ def test_patch_answers_in_protobuf(client: Client, pb: Messages):
     assert dict(patched.data) == {"a": "1", "b": "2"}
     view = c.json("/api/v1/namespaces/pbtest/configmaps/pb-patched")
     assert_same(patched, {k: v for k, v in view.items() if k not in ("apiVersion", "kind")})
+
+
+def test_dry_run_answers_are_not_mistaken_for_the_stored_object(client: Client, pb: Messages):
+    """A dry-run update shares uid and resourceVersion with the stored object but not its content."""
+    c = client
+    path = "/api/v1/namespaces/pbtest/configmaps"
+    cm = build(pb, "v1", "ConfigMap", "pb-dry", "pbtest", {"data": {"a": "stored"}})
+    code, _, data = c.call("POST", path, c.envelope(cm, "v1", "ConfigMap"))
+    assert code == 201
+    _, stored = c.open("v1", "ConfigMap", data)
+    assert c.call("GET", f"{path}/pb-dry")[0] == 200  # the stored object's bytes are now known
+    stored.data["a"] = "dry"
+    code, _, data = c.call("PUT", f"{path}/pb-dry?dryRun=All", c.envelope(stored, "v1", "ConfigMap"))
+    assert code == 200
+    assert c.open("v1", "ConfigMap", data)[1].data["a"] == "dry"
+    assert c.open("v1", "ConfigMap", c.call("GET", f"{path}/pb-dry")[2])[1].data["a"] == "stored"

@@ -294,7 +294,9 @@ class APIServer:
             result = self.rest.delete_collection(call, body, content_type)
         else:
             raise errors.method_not_allowed(verb, kind.plural, kind.group)
-        return self._respond(call, accept, result, stored=verb in ("get", "list"))
+        # What a read or a real write answers is the stored object; a dry run's answer is not.
+        stored = verb in ("get", "list") or (verb in ("create", "update", "patch") and not call.dry_run)
+        return self._respond(call, accept, result, stored=stored)
 
     def _create(self, call: Call, body: bytes, content_type: str) -> Result:
         if call.subresource == "binding":
@@ -347,7 +349,7 @@ class APIServer:
         return value
 
     def _respond(self, call: Call, accept: codec.Accept, result: Result, stored: bool = False) -> web.Response:
-        """Encode a verb's result as negotiated; `stored`: the body holds stored objects (get, list)."""
+        """Encode a verb's result as negotiated; `stored`: the body holds stored objects."""
         body: Any = result.body
         text: str | None = None
         is_list = isinstance(body, dict) and "items" in body and body.get("kind", "").endswith("List")
