@@ -487,10 +487,12 @@ class Encoder:
     def _list(self, obj: Obj, desc: Descriptor, items: FieldDescriptor, stored: bool) -> bytes:
         meta_field = desc.fields_by_name["metadata"]
         list_meta = from_json(obj.get("metadata") or {}, message_factory.GetMessageClass(meta_field.message_type))
-        out = bytearray(_length_delimited(meta_field.number, list_meta.SerializeToString()))
+        parts = [_length_delimited(meta_field.number, list_meta.SerializeToString())]
+        tag = _varint(items.number << 3 | 2)
         for item in obj.get("items") or ():
-            out += _length_delimited(items.number, self._object(item, items.message_type, stored))
-        return bytes(out)
+            raw = self._object(item, items.message_type, stored)
+            parts += (tag, _varint(len(raw)), raw)
+        return b"".join(parts)
 
 
 def _length_delimited(number: int, data: bytes) -> bytes:
@@ -498,6 +500,8 @@ def _length_delimited(number: int, data: bytes) -> bytes:
 
 
 def _varint(n: int) -> bytes:
+    if n < 0x80:
+        return bytes((n,))
     out = bytearray()
     while n > 0x7F:
         out.append(n & 0x7F | 0x80)
