@@ -5,7 +5,9 @@
 Both servers run as separate processes on loopback. The baseline is an aiohttp handler that answers the
 same JSON bodies without any API machinery (no decoding, validation, storage or selectors), so the ratio
 is the cost of being a real API server. Watch fan-out: W watchers stream a collection; each write is timed
-until every watcher has received its event.
+until every watcher has received its event. dramock is measured twice: speaking JSON, and speaking
+Kubernetes protobuf both ways (protobuf bodies, `Accept: application/vnd.kubernetes.protobuf`, watch
+streams of length-prefixed frames), as client-go components do.
 """
 
 from __future__ import annotations
@@ -22,6 +24,14 @@ import time
 import aiohttp
 from processes import free_port, wait_ready  # bench/processes.py (this script's directory)
 
+from dramock.apiserver import protobuf
+from dramock.apiserver.pb.k8s.io.api.resource.v1 import generated_pb2 as resource_v1
+from dramock.apiserver.pb.k8s.io.apimachinery.pkg.apis.meta.v1 import generated_pb2 as meta_v1
+from dramock.apiserver.pb.k8s.io.apimachinery.pkg.runtime import generated_pb2 as runtime_pb
+
+PB = protobuf.MEDIA_TYPE
+JSON_HEADERS = {"Content-Type": "application/json"}
+PB_HEADERS = {"Content-Type": PB, "Accept": PB}
 NS_PATH = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
 
 
@@ -88,7 +98,7 @@ def summarize(latencies: list[float], elapsed: float) -> dict:
     return {"ops": n / elapsed, "p50": latencies[n // 2] * 1000, "p99": latencies[min(n - 1, int(n * 0.99))] * 1000}
 
 
-async def run_requests(url: str, make, n: int, concurrency: int) -> dict:
+async def run_requests(url: str, make, n: int, concurrency: int, headers: dict[str, str]) -> dict:
     """Issue `n` requests built by make(i) -> (method, path, body) with `concurrency` in flight."""
     latencies: list[float] = []
     counter = iter(range(n))
@@ -97,8 +107,7 @@ async def run_requests(url: str, make, n: int, concurrency: int) -> dict:
             for i in counter:
                 method, path, body = make(i)
                 t = time.perf_counter()
-                async with s.request(method, url + path, data=body,
-                                     headers={"Content-Type": "application/json"}) as r:
+                async with s.request(method, url + path, data=body, headers=headers) as r:
                     await r.read()
                     if r.status >= 300:
                         raise RuntimeError(f"{method} {path}: {r.status} {await r.text()}")
@@ -108,7 +117,22 @@ async def run_requests(url: str, make, n: int, concurrency: int) -> dict:
         return summarize(latencies, time.perf_counter() - start)
 
 
-async def watch_fanout(url: str, watchers: int, writes: int, prefix: str) -> dict:
+def _frames(pb: bool):
+    """A watch stream reader yielding each event's object name: JSON lines, or protobuf frames."""
+    async def names(r: aiohttp.ClientResponse):
+        if not pb:
+            async for line in r.content:
+                yield json.loads(line)["object"]["metadata"]["name"]
+            return
+        while True:
+            size = int.from_bytes(await r.content.readexactly(4), "big")
+            event = meta_v1.WatchEvent.FromString(await r.content.readexactly(size))
+            envelope = runtime_pb.Unknown.FromString(event.object.raw[len(protobuf.MAGIC):])
+            yield resource_v1.ResourceClaim.FromString(envelope.raw).metadata.name
+    return names
+
+
+async def watch_fanout(url: str, watchers: int, writes: int, prefix: str, pb: bool) -> dict:
     """Time from each write until all watchers have its event."""
     received: dict[str, int] = {}
     done: dict[str, asyncio.Event] = {}
@@ -119,10 +143,10 @@ async def watch_fanout(url: str, watchers: int, writes: int, prefix: str) -> dic
         started = asyncio.Semaphore(0)
 
         async def watch():
-            async with s.get(url + NS_PATH, params={"watch": "1", "resourceVersion": rv}) as r:
+            accept = {"Accept": PB + ";stream=watch"} if pb else {}
+            async with s.get(url + NS_PATH, params={"watch": "1", "resourceVersion": rv}, headers=accept) as r:
                 started.release()
-                async for line in r.content:
-                    name = json.loads(line)["object"]["metadata"]["name"]
+                async for name in _frames(pb)(r):
                     if name in done:
                         received[name] += 1
                         if received[name] == watchers:
@@ -138,8 +162,8 @@ async def watch_fanout(url: str, watchers: int, writes: int, prefix: str) -> dic
             received[name] = 0
             done[name] = asyncio.Event()
             t = time.perf_counter()
-            async with s.post(url + NS_PATH, data=json.dumps(claim(name)),
-                              headers={"Content-Type": "application/json"}) as r:
+            async with s.post(url + NS_PATH, data=encode(claim(name), pb),
+                              headers=PB_HEADERS if pb else JSON_HEADERS) as r:
                 await r.read()
             await asyncio.wait_for(done[name].wait(), 30)
             latencies.append(time.perf_counter() - t)
@@ -151,14 +175,20 @@ async def watch_fanout(url: str, watchers: int, writes: int, prefix: str) -> dic
         return res
 
 
-async def bench(url: str, args: argparse.Namespace, tag: str) -> dict[str, dict]:
+def encode(obj: dict, pb: bool) -> bytes:
+    return protobuf.encode(obj) if pb else json.dumps(obj).encode()
+
+
+async def bench(url: str, args: argparse.Namespace, tag: str, pb: bool = False) -> dict[str, dict]:
     n, c = args.requests, args.concurrency
+    headers = PB_HEADERS if pb else JSON_HEADERS
     out = {}
-    out["create"] = await run_requests(url, lambda i: ("POST", NS_PATH, json.dumps(claim(f"{tag}-{i}"))), n, c)
-    out["get"] = await run_requests(url, lambda i: ("GET", f"{NS_PATH}/{tag}-{i % n}", None), n, c)
+    out["create"] = await run_requests(url, lambda i: ("POST", NS_PATH, encode(claim(f"{tag}-{i}"), pb)), n, c,
+                                       headers)
+    out["get"] = await run_requests(url, lambda i: ("GET", f"{NS_PATH}/{tag}-{i % n}", None), n, c, headers)
     out["list (limit=100)"] = await run_requests(url, lambda i: ("GET", NS_PATH + "?limit=100", None),
-                                                 max(n // 10, 10), c)
-    out[f"watch fan-out x{args.watchers}"] = await watch_fanout(url, args.watchers, args.writes, f"{tag}-w")
+                                                 max(n // 10, 10), c, headers)
+    out[f"watch fan-out x{args.watchers}"] = await watch_fanout(url, args.watchers, args.writes, f"{tag}-w", pb)
     return out
 
 
@@ -183,22 +213,23 @@ async def main() -> None:
             await wait_ready(burl)
             bare = await bench(burl, args, "bare")
             mock = await bench(durl, args, "dramock")
+            mock_pb = await bench(durl, args, "dramock-pb", pb=True)
         finally:
             for proc in procs:
                 proc.terminate()
                 proc.wait()
     print(f"ResourceClaims: {args.requests} requests per op, concurrency {args.concurrency}, "
           f"{args.watchers} watchers x {args.writes} writes")
-    header = f"{'operation':<24}{'dramock ops/s':>14}{'p50 ms':>9}{'p99 ms':>9}   " \
-             f"{'bare ops/s':>11}{'p50 ms':>9}{'p99 ms':>9}   {'ratio':>6}"
+    header = f"{'operation':<24}{'JSON ops/s':>11}{'p50 ms':>8}{'p99 ms':>8}   {'protobuf ops/s':>15}{'p50 ms':>8}" \
+             f"{'p99 ms':>8}   {'bare ops/s':>11}{'p50 ms':>8}   {'ratio':>6}"
     print(header)
     print("-" * len(header))
     for op in mock:
-        m, b = mock[op], bare[op]
-        print(f"{op:<24}{m['ops']:>14.0f}{m['p50']:>9.2f}{m['p99']:>9.2f}   "
-              f"{b['ops']:>11.0f}{b['p50']:>9.2f}{b['p99']:>9.2f}   {m['ops'] / b['ops']:>6.2f}")
-    print("(ratio = dramock throughput / bare aiohttp throughput; watch fan-out counts events delivered)")
-
+        m, q, b = mock[op], mock_pb[op], bare[op]
+        print(f"{op:<24}{m['ops']:>11.0f}{m['p50']:>8.2f}{m['p99']:>8.2f}   {q['ops']:>15.0f}{q['p50']:>8.2f}"
+              f"{q['p99']:>8.2f}   {b['ops']:>11.0f}{b['p50']:>8.2f}   {m['ops'] / b['ops']:>6.2f}")
+    print("(JSON and protobuf: dramock; bare: aiohttp answering JSON with no API machinery; ratio = dramock JSON "
+          "throughput / bare; watch fan-out counts events delivered)")
 
 
 if __name__ == "__main__":

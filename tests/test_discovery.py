@@ -128,13 +128,19 @@ def test_events_group_shares_core_storage_hash():
 # --- aggregated discovery -----------------------------------------------------------------------------
 
 
-def test_wants_aggregated():
-    assert discovery.wants_aggregated(KUBECTL_DISCOVERY_ACCEPT)
-    assert not discovery.wants_aggregated("application/json, */*")
-    assert not discovery.wants_aggregated(None)
-    assert not discovery.wants_aggregated("application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList")
-    assert not discovery.wants_aggregated(
-        "application/json,application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+def test_negotiate_discovery_form():
+    assert discovery.negotiate(KUBECTL_DISCOVERY_ACCEPT) == discovery.Form(aggregated=True)
+    assert discovery.negotiate("application/json, */*") == discovery.Form()
+    assert discovery.negotiate(None) == discovery.Form()
+    assert discovery.negotiate("application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList") == \
+        discovery.Form()
+    assert discovery.negotiate(
+        "application/json,application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList") == discovery.Form()
+    # client-go set to protobuf (kube-scheduler, kube-controller-manager) asks for the protobuf form first.
+    assert discovery.negotiate(discovery.AGGREGATED_V2_PROTOBUF + "," + discovery.AGGREGATED_V2 + ";q=0.9") == \
+        discovery.Form(aggregated=True, protobuf=True)
+    assert discovery.negotiate("application/vnd.kubernetes.protobuf, application/json") == \
+        discovery.Form(protobuf=True)
     assert discovery.AGGREGATED_V2 == "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 
 

@@ -25,7 +25,7 @@ from prometheus_client import (
 from dramock import errors
 from dramock.admission import strategy as strategies
 from dramock.admission.chain import SYSTEM_NAMESPACES, Admission
-from dramock.apiserver import codec, discovery, explainapi, health, openapi, params
+from dramock.apiserver import codec, discovery, explainapi, health, openapi, params, protobuf
 from dramock.apiserver import faults as faults_endpoint
 from dramock.apiserver.rest import Call, Rest, Result, meta, now_rfc3339, stamp_resource_version
 from dramock.apiserver.watch import WatchHandler
@@ -139,7 +139,9 @@ class APIServer:
         self.admission = Admission(self.store)
         self.rest = Rest(self.store, self.admission)
         self.metrics = Metrics()
-        self.watch = WatchHandler(self.store, config.bookmark_interval, self.metrics.on_watchers)
+        # One protobuf encoder for responses and watch frames: it keeps each stored object's bytes.
+        self.protobuf = protobuf.Encoder()
+        self.watch = WatchHandler(self.store, config.bookmark_interval, self.metrics.on_watchers, self.protobuf)
         self.health = health.HealthState()
         self.inflight = InflightLimits(config.max_requests_inflight, config.max_mutating_requests_inflight)
         self.faults = Faults(counter=self.metrics.injected_faults, rng=random.Random(config.fault_seed))
@@ -202,14 +204,14 @@ class APIServer:
             with self.inflight.admit(request):
                 resp = await handler(request)
         except errors.APIError as e:
-            resp = self._status_response(e)
+            resp = self._status_response(request, e)
         except web.HTTPRequestEntityTooLarge:
-            resp = self._status_response(errors.request_entity_too_large(codec.MAX_BODY))
+            resp = self._status_response(request, errors.request_entity_too_large(codec.MAX_BODY))
         except web.HTTPException:
             raise
         except Exception as e:  # never a traceback to the client
             log.exception("internal error serving %s %s", request.method, request.path)
-            resp = self._status_response(errors.internal(type(e).__name__ + ": " + str(e)))
+            resp = self._status_response(request, errors.internal(type(e).__name__ + ": " + str(e)))
         route: Route | None = request["route"]
         if route is not None and route.kind is not None:
             k = route.kind
@@ -221,8 +223,11 @@ class APIServer:
                   resp.status, (time.perf_counter() - start) * 1000)
         return resp
 
-    def _status_response(self, e: errors.APIError) -> web.Response:
-        resp = web.Response(status=e.code, text=codec.dumps(e.status()), content_type="application/json")
+    def _status_response(self, request: web.Request, e: errors.APIError) -> web.Response:
+        if request["route"] is not None and codec.negotiate_error(request.headers.get("Accept")).protobuf:
+            resp = web.Response(status=e.code, body=protobuf.encode(e.status()), content_type=codec.PROTOBUF)
+        else:
+            resp = web.Response(status=e.code, text=codec.dumps(e.status()), content_type="application/json")
         if e.retry_after is not None:
             resp.headers["Retry-After"] = str(e.retry_after)
         return resp
@@ -268,18 +273,19 @@ class APIServer:
             if group not in registry.groups():
                 raise errors.path_not_found()
             if len(parts) == 2:
-                return _json(discovery.group(group) or {})
+                return _discovery_document(request, discovery.group(group) or {})
             if parts[2] not in registry.versions_of(group):
                 raise errors.path_not_found()
             return await self._resource_request(request, group, parts[2], parts[3:])
         raise errors.path_not_found()
 
     def _discovery(self, request: web.Request, core: bool) -> web.Response:
-        if discovery.wants_aggregated(request.headers.get("Accept", "")):
-            body, etag = discovery.aggregated_bytes(core)
-            return web.Response(body=body, headers={"Content-Type": discovery.AGGREGATED_V2, "ETag": etag,
-                                                    "Vary": "Accept"})
-        return _json(discovery.core_versions() if core else discovery.group_list(), vary=True)
+        form = discovery.negotiate(request.headers.get("Accept"))
+        if form.aggregated:
+            body, etag = (discovery.aggregated_protobuf_bytes if form.protobuf else discovery.aggregated_bytes)(core)
+            content_type = discovery.AGGREGATED_V2_PROTOBUF if form.protobuf else discovery.AGGREGATED_V2
+            return web.Response(body=body, headers={"Content-Type": content_type, "ETag": etag, "Vary": "Accept"})
+        return _discovery_document(request, discovery.core_versions() if core else discovery.group_list())
 
     def _openapi(self, request: web.Request, parts: list[str]) -> web.Response:
         if parts[1:] == ["v2"]:
@@ -318,7 +324,7 @@ class APIServer:
     async def _resource_request(self, request: web.Request, group: str, version: str,
                                 rest: list[str]) -> web.StreamResponse:
         if not rest:
-            return _json(discovery.resource_list(group, version) or {})
+            return _discovery_document(request, discovery.resource_list(group, version) or {})
         watch_prefix = rest[0] == "watch"
         if watch_prefix:  # the deprecated /watch/ path form
             rest = rest[1:]
@@ -365,7 +371,9 @@ class APIServer:
             result = self.rest.delete_collection(call, body, content_type)
         else:
             raise errors.method_not_allowed(verb, kind.plural, kind.group)
-        return self._respond(call, accept, result)
+        # What a read or a real write answers is the stored object; a dry run's answer is not.
+        stored = verb in ("get", "list") or (verb in ("create", "update", "patch") and not call.dry_run)
+        return self._respond(call, accept, result, stored=stored)
 
     def _create(self, call: Call, body: bytes, content_type: str) -> Result:
         if call.subresource == "binding":
@@ -375,7 +383,7 @@ class APIServer:
     def _bind(self, call: Call, body: bytes, content_type: str) -> Result:
         """pods/binding: set spec.nodeName of an unbound pod (what the scheduler calls)."""
         doc, _ = codec.parse_document(body, content_type or codec.JSON) if codec.media_type(content_type) != \
-            codec.PROTOBUF else (_decode_protobuf(body), [])
+            codec.PROTOBUF else (protobuf.decode(body), [])
         codec.check_types(doc, "io.k8s.api.core.v1.Binding", "Binding", "v1")
         target = (doc.get("target") or {}).get("name")
         name = (doc.get("metadata") or {}).get("name") or call.name
@@ -416,7 +424,8 @@ class APIServer:
                                      f'"Metadata", "None", "Object"')
         return value
 
-    def _respond(self, call: Call, accept: codec.Accept, result: Result) -> web.Response:
+    def _respond(self, call: Call, accept: codec.Accept, result: Result, stored: bool = False) -> web.Response:
+        """Encode a verb's result as negotiated; `stored`: the body holds stored objects."""
         body: Any = result.body
         text: str | None = None
         is_list = isinstance(body, dict) and "items" in body and body.get("kind", "").endswith("List")
@@ -435,7 +444,10 @@ class APIServer:
                 body = {"kind": "PartialObjectMetadata", "apiVersion": av, "metadata": body["metadata"]}
         elif not accept.yaml and result.encoded is not None:
             text = result.encoded
-        if accept.yaml:
+        if accept.protobuf:
+            resp = web.Response(status=result.code, body=self.protobuf.encode(body, stored),
+                                content_type=codec.PROTOBUF)
+        elif accept.yaml:
             resp = web.Response(status=result.code, text=codec.to_yaml(body), content_type="application/yaml")
         else:
             resp = web.Response(status=result.code, text=text if text is not None else codec.dumps(body),
@@ -485,12 +497,6 @@ class APIServer:
         return Route(verb, kind, namespace, name, sub)
 
 
-def _decode_protobuf(body: bytes) -> Obj:
-    from dramock.apiserver import protobuf
-
-    return protobuf.decode(body)
-
-
 def _scope(route: Route) -> str:
     if route.kind is None:
         return ""
@@ -501,6 +507,15 @@ def _scope(route: Route) -> str:
     return "cluster"
 
 
+
+
+def _discovery_document(request: web.Request, obj: Obj) -> web.Response:
+    """A legacy discovery document (meta/v1 APIVersions, APIGroupList, APIGroup, APIResourceList), negotiated."""
+    if obj and discovery.negotiate(request.headers.get("Accept")).protobuf:
+        resp = web.Response(body=protobuf.encode(obj), content_type=codec.PROTOBUF)
+        resp.headers["Vary"] = "Accept"
+        return resp
+    return _json(obj, vary=True)
 
 
 def _json(obj: Obj, vary: bool = False) -> web.Response:

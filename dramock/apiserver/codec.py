@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from dramock import errors
-from dramock.apiserver import bodies
+from dramock.apiserver import bodies, protobuf
 from dramock.jsonvalue import go_type_name
 from dramock.schemas import registry, structural
 from dramock.schemas.registry import Kind
@@ -88,8 +88,6 @@ def decode_object(body: bytes, content_type: str, kind: Kind, field_validation: 
     """Decode a create/update body for `kind`, applying upstream's strict-decoding rules."""
     mt = media_type(content_type)
     if mt == PROTOBUF:
-        from dramock.apiserver import protobuf
-
         obj, dups = protobuf.decode(body), []
     elif mt in (JSON, YAML, "", "*/*", "text/yaml", "application/x-yaml"):
         obj, dups = parse_document(body, content_type, kind)
@@ -159,14 +157,16 @@ def check_type_meta(obj: Obj, kind: Kind, fill: bool = True) -> None:
 
 @dataclass(frozen=True)
 class Accept:
-    """What the client asked for: plain objects, a Table, or PartialObjectMetadata, as JSON or YAML."""
+    """What the client asked for: plain objects, a Table, or PartialObjectMetadata, as JSON, YAML or protobuf."""
 
     form: str = ""  # "", "Table", "PartialObjectMetadata", "PartialObjectMetadataList"
     version: str = "v1"  # meta.k8s.io version of Table / PartialObjectMetadata
     yaml: bool = False
+    protobuf: bool = False
 
 
 def negotiate(accept_header: str | None) -> Accept:
+    """The first clause of the client's Accept this server can answer (upstream's order; q is not ranked)."""
     if not accept_header:
         return Accept()
     for clause in accept_header.split(","):
@@ -174,15 +174,20 @@ def negotiate(accept_header: str | None) -> Accept:
         mt = parts[0].lower()
         params = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
         as_ = params.get("as", "")
-        if mt in (JSON, "*/*", "application/*", PROTOBUF, YAML, "application/vnd.kubernetes.protobuf;stream=watch"):
+        if mt in (JSON, "*/*", "application/*", PROTOBUF, YAML):
             if as_:
                 if params.get("g") != "meta.k8s.io" or as_ not in (
                         "Table", "PartialObjectMetadata", "PartialObjectMetadataList"):
                     continue
                 if params.get("v", "v1") not in ("v1", "v1beta1"):
                     continue
-                return Accept(as_, params.get("v", "v1"), mt == YAML)
-            return Accept(yaml=mt == YAML)
+                # Upstream renders a Table as JSON or YAML only (AllowsMediaTypeTransform): skip the clause.
+                if as_ == "Table" and mt == PROTOBUF:
+                    continue
+                if mt == PROTOBUF and params.get("v", "v1") != "v1":
+                    continue  # only meta.k8s.io/v1's PartialObjectMetadata has a compiled contract here
+                return Accept(as_, params.get("v", "v1"), mt == YAML, mt == PROTOBUF)
+            return Accept(yaml=mt == YAML, protobuf=mt == PROTOBUF)
         if mt.startswith("application/json") and not as_:
             return Accept()
     raise errors.not_acceptable(
@@ -198,6 +203,14 @@ def warning_header(text: str) -> str:
     become spaces, as Go's net/http writes them."""
     text = _CONTROL.sub(" ", text).replace("\\", "\\\\").replace('"', '\\"')
     return f'299 - "{text}"'
+
+
+def negotiate_error(accept_header: str | None) -> Accept:
+    """The form of a Status error: the negotiated media type, or JSON when negotiation itself fails."""
+    try:
+        return negotiate(accept_header)
+    except errors.APIError:
+        return Accept()
 
 
 def dumps(obj: Any) -> str:

@@ -12,16 +12,21 @@ import functools
 import hashlib
 import json
 import platform
+from dataclasses import dataclass
 from typing import Any
 
 from dramock import KUBERNETES_VERSION
+from dramock.apiserver import protobuf
 from dramock.schemas import registry
 from dramock.schemas.registry import Kind
 
 Obj = dict[str, Any]
 
+PROTOBUF = protobuf.MEDIA_TYPE
+
 # Content types of aggregated discovery (the only version kubectl >= 1.30 and client-go ask for first).
 AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+AGGREGATED_V2_PROTOBUF = "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 AGGREGATED_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
 
 # kube-apiserver's group priorities (pkg/controlplane/apiserver: apiVersionPriorities); /apis lists groups in
@@ -279,21 +284,39 @@ def _media_ranges(accept: str) -> list[tuple[str, dict[str, str], float]]:
     return out
 
 
-def wants_aggregated(accept_header: str | None) -> bool:
-    """True when the Accept header asks for apidiscovery.k8s.io/v2 APIGroupDiscoveryList (served as JSON).
+@dataclass(frozen=True)
+class Form:
+    """How a discovery document is answered: aggregated (apidiscovery.k8s.io/v2) or legacy, JSON or protobuf."""
+
+    aggregated: bool = False
+    protobuf: bool = False
+
+
+def negotiate(accept_header: str | None) -> Form:
+    """The discovery form the Accept header asks for.
 
     Upstream picks the first acceptable clause in the client's order: a plain `application/json` listed
-    before the aggregated type gets the legacy document.
+    before the aggregated type gets the legacy document. client-go set to protobuf lists the protobuf
+    aggregated type first, then JSON.
     """
     if not accept_header:
-        return False
+        return Form()
     for mime, params, q in _media_ranges(accept_header):
         if q <= 0:
             continue
         if params.get("g") == "apidiscovery.k8s.io" and params.get("as") == "APIGroupDiscoveryList":
-            if params.get("v") == "v2" and mime in ("application/json", "application/*", "*/*"):
-                return True
-            continue  # v2beta1 (removed in 1.33) or protobuf: not served, try the next clause
+            if params.get("v") == "v2" and mime in ("application/json", "application/*", "*/*", PROTOBUF):
+                return Form(aggregated=True, protobuf=mime == PROTOBUF)
+            continue  # v2beta1 (removed in 1.33): not served, try the next clause
         if mime in ("application/json", "application/*", "*/*"):
-            return False
-    return False
+            return Form()
+        if mime == PROTOBUF and "as" not in params:
+            return Form(protobuf=True)
+    return Form()
+
+
+@functools.cache
+def aggregated_protobuf_bytes(core: bool) -> tuple[bytes, str]:
+    """The aggregated document as protobuf and its ETag. Built once."""
+    body = protobuf.encode(aggregated(core))
+    return body, '"' + hashlib.sha512(body).hexdigest().upper() + '"'

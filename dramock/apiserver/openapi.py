@@ -21,6 +21,7 @@ import re
 from typing import Any
 
 from dramock import KUBERNETES_VERSION
+from dramock.apiserver import openapi_proto
 from dramock.schemas import defs, registry
 from dramock.schemas.registry import Kind
 
@@ -740,43 +741,54 @@ def v3_response(path: str, query_hash: str | None) -> tuple[int, dict[str, str],
     return 200, headers, body
 
 
-def _accepts_json(accept: str | None) -> bool:
+# kube-openapi serves the gnostic protobuf for both spellings of its media type (the "@" one is older and
+# not a valid MIME token), answering with the first.
+_V2_PROTOBUF_TYPES = ("application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+                      "application/com.github.proto-openapi.spec.v2@v1.0+protobuf")
+
+
+def _v2_media_type(accept: str | None) -> str | None:
+    """The media type /openapi/v2 answers for `accept` (highest q first, then the client's order), or None."""
     if not accept:
-        return True
-    for clause in accept.split(","):
+        return V2_CONTENT_TYPE
+    ranked = []
+    for i, clause in enumerate(accept.split(",")):
         parts = [p.strip() for p in clause.split(";")]
-        mime = parts[0].lower()
         q = next((p.split("=", 1)[1] for p in parts[1:] if p.replace(" ", "").startswith("q=")), "1")
         try:
-            if float(q) <= 0:
-                continue
+            weight = float(q)
         except ValueError:
-            pass
+            weight = 1.0
+        if weight > 0:
+            ranked.append((-weight, i, parts[0].lower()))
+    for _w, _i, mime in sorted(ranked):
         if mime in ("application/json", "application/*", "*/*"):
-            return True
-    return False
+            return V2_CONTENT_TYPE
+        if mime in _V2_PROTOBUF_TYPES:
+            return _V2_PROTOBUF_TYPES[0]
+    return None
 
 
-# gnostic openapi_v2.Document with only field 1 (swagger) = "2.0".
-_EMPTY_V2_PROTOBUF = b"\x0a\x032.0"
+@functools.cache
+def v2_protobuf_bytes() -> tuple[bytes, str]:
+    """The whole v2 document as gnostic's openapi.v2.Document, with its ETag."""
+    body = openapi_proto.document(json.loads(v2_bytes()[0]))
+    return body, f'"{_digest(body)}"'
 
 
 def v2_response(accept: str | None, if_none_match: str | None = None) -> tuple[int, dict[str, str], bytes]:
-    """Status, headers and body for GET /openapi/v2.
-
-    Only JSON is served. client-go's `OpenAPISchema()` (kubectl `explain --output plaintext-openapiv2`, and
-    kubectl's fallbacks when v3 is unusable) accepts nothing but the gnostic protobuf encoding; that
-    answers 406 here, so those clients must (and in practice do) use /openapi/v3.
-    """
-    body, etag = v2_bytes()
-    if not _accepts_json(accept):
-        if "protobuf" in (accept or ""):
-            # client-go's OpenAPISchema() parses only gnostic protobuf. dramock answers a valid document
-            # that declares swagger 2.0 and no definitions: kubectl then skips client-side schema checks
-            # (as for any kind missing from v2) and reaches its own "no matches for kind" errors; every
-            # other use goes through /openapi/v3.
-            return 200, {"Content-Type": "application/octet-stream"}, _EMPTY_V2_PROTOBUF
+    """Status, headers and body for GET /openapi/v2: JSON, or gnostic protobuf (what client-go's
+    `OpenAPISchema()` asks for: kubectl explain's plaintext-openapiv2 output and kubectl's fallbacks)."""
+    mime = _v2_media_type(accept)
+    if mime is None:
         return 406, {"Content-Type": "text/plain; charset=utf-8"}, b"406 Not Acceptable\n"
+    if mime != V2_CONTENT_TYPE:
+        body, etag = v2_protobuf_bytes()
+        headers = {"Content-Type": mime, "ETag": etag, "Vary": "Accept"}
+        if if_none_match and if_none_match.strip() == etag:
+            return 304, headers, b""
+        return 200, headers, body
+    body, etag = v2_bytes()
     headers = {"Content-Type": V2_CONTENT_TYPE, "ETag": etag, "Vary": "Accept"}
     if if_none_match and if_none_match.strip() == etag:
         return 304, headers, b""

@@ -1,555 +1,510 @@
-"""Decode Kubernetes protobuf request bodies (`application/vnd.kubernetes.protobuf`) into JSON-shape dicts.
+"""Kubernetes protobuf (`application/vnd.kubernetes.protobuf`) both ways, driven by the message descriptors.
 
-kubectl's typed clients (`create namespace|configmap|secret|quota|serviceaccount`, `debug`) send protobuf and
-never retry with JSON. A body is the magic `k8s\\x00` followed by a `runtime.Unknown` envelope whose `raw`
-field holds the object's own message. We decode that with a small wire-format reader driven by `SCHEMA`,
-a per-message table of upstream's generated.proto field numbers, and render the dict the JSON encoding
-would have produced (zero values dropped the way `omitempty` drops them).
+The messages are upstream's generated.proto contracts (protos/k8s/, compiled into dramock.apiserver.pb).
+One mapper turns a message into the dict its JSON encoding gives and back, with Kubernetes' own rules:
+
+- `resource.Quantity` is its string; `intstr.IntOrString` an int or a string; `runtime.RawExtension` and
+  `meta/v1.FieldsV1` carry raw JSON bytes; `meta/v1.Time` is {seconds, nanos} on the wire and RFC 3339 in
+  JSON (whole seconds; `MicroTime` keeps microseconds); `meta/v1.Duration` is nanoseconds and Go's
+  duration string.
+- Presence: Go writes every non-pointer scalar, zero or not, so a zero on the wire means "unset" unless
+  the Go field is a pointer or its JSON tag lacks omitempty (gojson.KEEP_ZERO). Value structs that come
+  out empty are dropped; pointer structs (`emptyDir: {}`) stay. Repeated fields and maps have no
+  presence: empty ones are absent.
+- Embedded structs (`json:",inline"`, gojson.INLINE) merge into the parent's JSON object.
+
+A body is the magic `k8s\\x00` and a `runtime.Unknown` envelope whose `raw` holds the object's message.
+A watch stream (`;stream=watch`) is 4-byte big-endian length-prefixed frames, each a bare `WatchEvent`
+whose object's raw is the enveloped object, as upstream's raw stream serializer writes them.
 """
 
 from __future__ import annotations
 
 import base64
+import calendar
 import json
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple
+import re
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
 
-from ..errors import APIError, bad_request
+from google.protobuf import descriptor_pool, message_factory
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import DecodeError, Message
+from google.protobuf.unknown_fields import UnknownFieldSet
+
+from ..errors import APIError, bad_request, internal
+from .pb import gojson
+from .pb.k8s.io.api.apidiscovery.v2 import generated_pb2 as _apidiscovery_v2  # noqa: F401 (registers)
+from .pb.k8s.io.api.coordination.v1 import generated_pb2 as _coordination_v1  # noqa: F401
+from .pb.k8s.io.api.core.v1 import generated_pb2 as _core_v1  # noqa: F401
+from .pb.k8s.io.api.events.v1 import generated_pb2 as _events_v1  # noqa: F401
+from .pb.k8s.io.api.resource.v1 import generated_pb2 as _resource_v1  # noqa: F401
+from .pb.k8s.io.api.resource.v1alpha3 import generated_pb2 as _resource_v1alpha3  # noqa: F401
+from .pb.k8s.io.api.resource.v1beta1 import generated_pb2 as _resource_v1beta1  # noqa: F401
+from .pb.k8s.io.api.resource.v1beta2 import generated_pb2 as _resource_v1beta2  # noqa: F401
+from .pb.k8s.io.apimachinery.pkg.apis.meta.v1 import generated_pb2 as meta_v1
+from .pb.k8s.io.apimachinery.pkg.runtime import generated_pb2 as runtime_pb
+
+Obj = dict[str, Any]
 
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
-_MAGIC = b"k8s\x00"
+WATCH_MEDIA_TYPE = MEDIA_TYPE + ";stream=watch"
+MAGIC = b"k8s\x00"
 
-# Field table: message -> {field number: "jsonName type"}; numbers are upstream's generated.proto
-# (apimachinery runtime + meta/v1 + api/resource, api/core/v1).
-#   type: string | bytes (base64 in JSON) | bool | int32 | int64 | map<string,V> | a message below |
-#         Time ({seconds,nanos} -> RFC3339) | Quantity ({string}) | IntOrString | FieldsV1 (raw JSON) |
-#         raw (bytes kept as bytes; only the envelope's payload)
-#   suffix "[]": repeated.  suffix "?": emit even when zero (a Go pointer, so presence on the wire means
-#         the client set it, or a JSON tag without omitempty).  jsonName "-": embedded struct, inlined.
-SCHEMA: dict[str, dict[int, str]] = {
-    # k8s.io/apimachinery/pkg/runtime
-    "Unknown": {1: "typeMeta TypeMeta", 2: "raw raw", 3: "contentEncoding string", 4: "contentType string"},
-    "TypeMeta": {1: "apiVersion string", 2: "kind string"},
-    # k8s.io/apimachinery/pkg/apis/meta/v1
-    "ObjectMeta": {
-        1: "name string", 2: "generateName string", 3: "namespace string", 4: "selfLink string",
-        5: "uid string", 6: "resourceVersion string", 7: "generation int64", 8: "creationTimestamp Time",
-        9: "deletionTimestamp Time", 10: "deletionGracePeriodSeconds int64?",
-        11: "labels map<string,string>", 12: "annotations map<string,string>",
-        13: "ownerReferences OwnerReference[]", 14: "finalizers string[]",
-        17: "managedFields ManagedFieldsEntry[]",
-    },
-    "OwnerReference": {
-        5: "apiVersion string", 1: "kind string", 3: "name string", 4: "uid string",
-        6: "controller bool?", 7: "blockOwnerDeletion bool?",
-    },
-    "ManagedFieldsEntry": {
-        1: "manager string", 2: "operation string", 3: "apiVersion string", 4: "time Time",
-        6: "fieldsType string", 7: "fieldsV1 FieldsV1", 8: "subresource string",
-    },
-    "LabelSelector": {1: "matchLabels map<string,string>", 2: "matchExpressions LabelSelectorRequirement[]"},
-    "LabelSelectorRequirement": {1: "key string", 2: "operator string", 3: "values string[]"},
-    # k8s.io/api/core/v1: the kinds kubectl creates
-    "Namespace": {1: "metadata ObjectMeta", 2: "spec NamespaceSpec", 3: "status NamespaceStatus"},
-    "NamespaceSpec": {1: "finalizers string[]"},
-    "NamespaceStatus": {1: "phase string", 2: "conditions NamespaceCondition[]"},
-    "NamespaceCondition": {
-        1: "type string", 2: "status string", 4: "lastTransitionTime Time", 5: "reason string",
-        6: "message string",
-    },
-    "ConfigMap": {
-        1: "metadata ObjectMeta", 4: "immutable bool?", 2: "data map<string,string>",
-        3: "binaryData map<string,bytes>",
-    },
-    "Secret": {
-        1: "metadata ObjectMeta", 5: "immutable bool?", 2: "data map<string,bytes>",
-        4: "stringData map<string,string>", 3: "type string",
-    },
-    "ResourceQuota": {1: "metadata ObjectMeta", 2: "spec ResourceQuotaSpec", 3: "status ResourceQuotaStatus"},
-    "ResourceQuotaSpec": {
-        1: "hard map<string,Quantity>", 2: "scopes string[]", 3: "scopeSelector ScopeSelector?",
-    },
-    "ResourceQuotaStatus": {1: "hard map<string,Quantity>", 2: "used map<string,Quantity>"},
-    "ScopeSelector": {1: "matchExpressions ScopedResourceSelectorRequirement[]"},
-    "ScopedResourceSelectorRequirement": {1: "scopeName string", 2: "operator string", 3: "values string[]"},
-    "ServiceAccount": {
-        1: "metadata ObjectMeta", 2: "secrets ObjectReference[]",
-        3: "imagePullSecrets LocalObjectReference[]", 4: "automountServiceAccountToken bool?",
-    },
-    "ObjectReference": {
-        1: "kind string", 2: "namespace string", 3: "name string", 4: "uid string", 5: "apiVersion string",
-        6: "resourceVersion string", 7: "fieldPath string",
-    },
-    "LocalObjectReference": {1: "name string"},
-    # Pod
-    "Pod": {1: "metadata ObjectMeta", 2: "spec PodSpec", 3: "status PodStatus"},
-    "PodSpec": {
-        1: "volumes Volume[]", 20: "initContainers Container[]", 2: "containers Container[]",
-        3: "restartPolicy string", 4: "terminationGracePeriodSeconds int64?",
-        5: "activeDeadlineSeconds int64?", 6: "dnsPolicy string", 7: "nodeSelector map<string,string>",
-        8: "serviceAccountName string", 9: "serviceAccount string",
-        21: "automountServiceAccountToken bool?", 10: "nodeName string", 11: "hostNetwork bool",
-        12: "hostPID bool", 13: "hostIPC bool", 27: "shareProcessNamespace bool?",
-        14: "securityContext PodSecurityContext?", 15: "imagePullSecrets LocalObjectReference[]",
-        16: "hostname string", 17: "subdomain string", 18: "affinity Affinity?", 19: "schedulerName string",
-        22: "tolerations Toleration[]", 23: "hostAliases HostAlias[]", 24: "priorityClassName string",
-        25: "priority int32?", 26: "dnsConfig PodDNSConfig?", 28: "readinessGates PodReadinessGate[]",
-        29: "runtimeClassName string?", 30: "enableServiceLinks bool?", 31: "preemptionPolicy string?",
-        32: "overhead map<string,Quantity>", 33: "topologySpreadConstraints TopologySpreadConstraint[]",
-        35: "setHostnameAsFQDN bool?", 36: "os PodOS?", 37: "hostUsers bool?",
-        38: "schedulingGates PodSchedulingGate[]", 39: "resourceClaims PodResourceClaim[]",
-        40: "resources ResourceRequirements?", 41: "hostnameOverride string?",
-    },
-    "Container": {
-        1: "name string", 2: "image string", 3: "command string[]", 4: "args string[]",
-        5: "workingDir string", 6: "ports ContainerPort[]", 19: "envFrom EnvFromSource[]", 7: "env EnvVar[]",
-        8: "resources ResourceRequirements", 23: "resizePolicy ContainerResizePolicy[]",
-        24: "restartPolicy string?", 25: "restartPolicyRules ContainerRestartRule[]",
-        9: "volumeMounts VolumeMount[]", 21: "volumeDevices VolumeDevice[]", 10: "livenessProbe Probe?",
-        11: "readinessProbe Probe?", 22: "startupProbe Probe?", 12: "lifecycle Lifecycle?",
-        13: "terminationMessagePath string", 20: "terminationMessagePolicy string",
-        14: "imagePullPolicy string", 15: "securityContext SecurityContext?", 16: "stdin bool",
-        17: "stdinOnce bool", 18: "tty bool",
-    },
-    "ContainerPort": {
-        1: "name string", 2: "hostPort int32", 3: "containerPort int32?", 4: "protocol string",
-        5: "hostIP string",
-    },
-    "ContainerResizePolicy": {1: "resourceName string", 2: "restartPolicy string"},
-    "ContainerRestartRule": {1: "action string", 2: "exitCodes ContainerRestartRuleOnExitCodes?"},
-    "ContainerRestartRuleOnExitCodes": {1: "operator string", 2: "values int32[]"},
-    "EnvFromSource": {
-        1: "prefix string", 2: "configMapRef ConfigMapEnvSource?", 3: "secretRef SecretEnvSource?",
-    },
-    "ConfigMapEnvSource": {1: "- LocalObjectReference", 2: "optional bool?"},
-    "SecretEnvSource": {1: "- LocalObjectReference", 2: "optional bool?"},
-    "EnvVar": {1: "name string", 2: "value string", 3: "valueFrom EnvVarSource?"},
-    "EnvVarSource": {
-        1: "fieldRef ObjectFieldSelector?", 2: "resourceFieldRef ResourceFieldSelector?",
-        3: "configMapKeyRef ConfigMapKeySelector?", 4: "secretKeyRef SecretKeySelector?",
-        5: "fileKeyRef FileKeySelector?",
-    },
-    "ObjectFieldSelector": {1: "apiVersion string", 2: "fieldPath string"},
-    "ResourceFieldSelector": {1: "containerName string", 2: "resource string", 3: "divisor Quantity"},
-    "ConfigMapKeySelector": {1: "- LocalObjectReference", 2: "key string", 3: "optional bool?"},
-    "SecretKeySelector": {1: "- LocalObjectReference", 2: "key string", 3: "optional bool?"},
-    "FileKeySelector": {1: "volumeName string", 2: "path string", 3: "key string", 4: "optional bool?"},
-    "ResourceRequirements": {
-        1: "limits map<string,Quantity>", 2: "requests map<string,Quantity>", 3: "claims ResourceClaim[]",
-    },
-    "ResourceClaim": {1: "name string", 2: "request string"},
-    "VolumeMount": {
-        1: "name string", 2: "readOnly bool", 7: "recursiveReadOnly string?", 3: "mountPath string",
-        4: "subPath string", 5: "mountPropagation string?", 6: "subPathExpr string",
-    },
-    "VolumeDevice": {1: "name string", 2: "devicePath string"},
-    "Probe": {
-        1: "- ProbeHandler", 2: "initialDelaySeconds int32", 3: "timeoutSeconds int32",
-        4: "periodSeconds int32", 5: "successThreshold int32", 6: "failureThreshold int32",
-        7: "terminationGracePeriodSeconds int64?",
-    },
-    "ProbeHandler": {
-        1: "exec ExecAction?", 2: "httpGet HTTPGetAction?", 3: "tcpSocket TCPSocketAction?",
-        4: "grpc GRPCAction?",
-    },
-    "Lifecycle": {1: "postStart LifecycleHandler?", 2: "preStop LifecycleHandler?", 3: "stopSignal string?"},
-    "LifecycleHandler": {
-        1: "exec ExecAction?", 2: "httpGet HTTPGetAction?", 3: "tcpSocket TCPSocketAction?",
-        4: "sleep SleepAction?",
-    },
-    "ExecAction": {1: "command string[]"},
-    "HTTPGetAction": {
-        1: "path string", 2: "port IntOrString", 3: "host string", 4: "scheme string",
-        5: "httpHeaders HTTPHeader[]",
-    },
-    "HTTPHeader": {1: "name string", 2: "value string"},
-    "TCPSocketAction": {1: "port IntOrString", 2: "host string"},
-    "GRPCAction": {1: "port int32?", 2: "service string?"},
-    "SleepAction": {1: "seconds int64?"},
-    "SecurityContext": {
-        1: "capabilities Capabilities?", 2: "privileged bool?", 3: "seLinuxOptions SELinuxOptions?",
-        4: "runAsUser int64?", 8: "runAsGroup int64?", 5: "runAsNonRoot bool?",
-        6: "readOnlyRootFilesystem bool?", 7: "allowPrivilegeEscalation bool?", 9: "procMount string?",
-        11: "seccompProfile SeccompProfile?", 12: "appArmorProfile AppArmorProfile?", 13: "ulimits Ulimit[]",
-    },
-    "PodSecurityContext": {
-        1: "seLinuxOptions SELinuxOptions?", 2: "runAsUser int64?", 6: "runAsGroup int64?",
-        3: "runAsNonRoot bool?", 4: "supplementalGroups int64[]", 12: "supplementalGroupsPolicy string?",
-        5: "fsGroup int64?", 7: "sysctls Sysctl[]", 9: "fsGroupChangePolicy string?",
-        10: "seccompProfile SeccompProfile?", 11: "appArmorProfile AppArmorProfile?",
-        13: "seLinuxChangePolicy string?",
-    },
-    "Capabilities": {1: "add string[]", 2: "drop string[]"},
-    "SELinuxOptions": {1: "user string", 2: "role string", 3: "type string", 4: "level string"},
-    "SeccompProfile": {1: "type string", 2: "localhostProfile string?"},
-    "AppArmorProfile": {1: "type string", 2: "localhostProfile string?"},
-    "Ulimit": {1: "name string", 2: "hard int64?", 3: "soft int64?"},
-    "Sysctl": {1: "name string", 2: "value string"},
-    "Volume": {1: "name string", 2: "- VolumeSource"},
-    "VolumeSource": {
-        1: "hostPath HostPathVolumeSource?", 2: "emptyDir EmptyDirVolumeSource?",
-        6: "secret SecretVolumeSource?", 7: "nfs NFSVolumeSource?",
-        10: "persistentVolumeClaim PersistentVolumeClaimVolumeSource?",
-        16: "downwardAPI DownwardAPIVolumeSource?", 19: "configMap ConfigMapVolumeSource?",
-        26: "projected ProjectedVolumeSource?", 28: "csi CSIVolumeSource?", 30: "image ImageVolumeSource?",
-    },
-    "HostPathVolumeSource": {1: "path string", 2: "type string?"},
-    "EmptyDirVolumeSource": {1: "medium string", 2: "sizeLimit Quantity?"},
-    "NFSVolumeSource": {1: "server string", 2: "path string", 3: "readOnly bool"},
-    "SecretVolumeSource": {
-        1: "secretName string", 2: "items KeyToPath[]", 3: "defaultMode int32?", 4: "optional bool?",
-    },
-    "ConfigMapVolumeSource": {
-        1: "- LocalObjectReference", 2: "items KeyToPath[]", 3: "defaultMode int32?", 4: "optional bool?",
-    },
-    "KeyToPath": {1: "key string", 2: "path string", 3: "mode int32?"},
-    "PersistentVolumeClaimVolumeSource": {1: "claimName string", 2: "readOnly bool"},
-    "DownwardAPIVolumeSource": {1: "items DownwardAPIVolumeFile[]", 2: "defaultMode int32?"},
-    "DownwardAPIVolumeFile": {
-        1: "path string", 2: "fieldRef ObjectFieldSelector?", 3: "resourceFieldRef ResourceFieldSelector?",
-        4: "mode int32?",
-    },
-    "ProjectedVolumeSource": {1: "sources VolumeProjection[]", 2: "defaultMode int32?"},
-    "VolumeProjection": {
-        1: "secret SecretProjection?", 2: "downwardAPI DownwardAPIProjection?",
-        3: "configMap ConfigMapProjection?", 4: "serviceAccountToken ServiceAccountTokenProjection?",
-        5: "clusterTrustBundle ClusterTrustBundleProjection?",
-    },
-    "SecretProjection": {1: "- LocalObjectReference", 2: "items KeyToPath[]", 4: "optional bool?"},
-    "ConfigMapProjection": {1: "- LocalObjectReference", 2: "items KeyToPath[]", 4: "optional bool?"},
-    "DownwardAPIProjection": {1: "items DownwardAPIVolumeFile[]"},
-    "ServiceAccountTokenProjection": {1: "audience string", 2: "expirationSeconds int64?", 3: "path string"},
-    "ClusterTrustBundleProjection": {
-        1: "name string?", 2: "signerName string?", 3: "labelSelector LabelSelector?", 5: "optional bool?",
-        4: "path string",
-    },
-    "CSIVolumeSource": {
-        1: "driver string", 2: "readOnly bool?", 3: "fsType string?",
-        4: "volumeAttributes map<string,string>", 5: "nodePublishSecretRef LocalObjectReference?",
-    },
-    "ImageVolumeSource": {1: "reference string", 2: "pullPolicy string"},
-    "Affinity": {
-        1: "nodeAffinity NodeAffinity?", 2: "podAffinity PodAffinity?", 3: "podAntiAffinity PodAntiAffinity?",
-    },
-    "NodeAffinity": {
-        1: "requiredDuringSchedulingIgnoredDuringExecution NodeSelector?",
-        2: "preferredDuringSchedulingIgnoredDuringExecution PreferredSchedulingTerm[]",
-    },
-    "NodeSelector": {1: "nodeSelectorTerms NodeSelectorTerm[]"},
-    "NodeSelectorTerm": {
-        1: "matchExpressions NodeSelectorRequirement[]", 2: "matchFields NodeSelectorRequirement[]",
-    },
-    "NodeSelectorRequirement": {1: "key string", 2: "operator string", 3: "values string[]"},
-    "PreferredSchedulingTerm": {1: "weight int32?", 2: "preference NodeSelectorTerm?"},
-    "PodAffinity": {
-        1: "requiredDuringSchedulingIgnoredDuringExecution PodAffinityTerm[]",
-        2: "preferredDuringSchedulingIgnoredDuringExecution WeightedPodAffinityTerm[]",
-    },
-    "PodAntiAffinity": {
-        1: "requiredDuringSchedulingIgnoredDuringExecution PodAffinityTerm[]",
-        2: "preferredDuringSchedulingIgnoredDuringExecution WeightedPodAffinityTerm[]",
-    },
-    "PodAffinityTerm": {
-        1: "labelSelector LabelSelector?", 2: "namespaces string[]", 3: "topologyKey string",
-        4: "namespaceSelector LabelSelector?", 5: "matchLabelKeys string[]", 6: "mismatchLabelKeys string[]",
-    },
-    "WeightedPodAffinityTerm": {1: "weight int32?", 2: "podAffinityTerm PodAffinityTerm?"},
-    "Toleration": {
-        1: "key string", 2: "operator string", 3: "value string", 4: "effect string",
-        5: "tolerationSeconds int64?",
-    },
-    "HostAlias": {1: "ip string", 2: "hostnames string[]"},
-    "PodDNSConfig": {1: "nameservers string[]", 2: "searches string[]", 3: "options PodDNSConfigOption[]"},
-    "PodDNSConfigOption": {1: "name string", 2: "value string?"},
-    "PodReadinessGate": {1: "conditionType string"},
-    "TopologySpreadConstraint": {
-        1: "maxSkew int32?", 2: "topologyKey string", 3: "whenUnsatisfiable string",
-        4: "labelSelector LabelSelector?", 5: "minDomains int32?", 6: "nodeAffinityPolicy string?",
-        7: "nodeTaintsPolicy string?", 8: "matchLabelKeys string[]",
-    },
-    "PodOS": {1: "name string"},
-    "PodSchedulingGate": {1: "name string"},
-    "PodResourceClaim": {
-        1: "name string", 3: "resourceClaimName string?", 4: "resourceClaimTemplateName string?",
-    },
-    "PodStatus": {
-        17: "observedGeneration int64", 1: "phase string", 2: "conditions PodCondition[]",
-        3: "message string", 4: "reason string", 11: "nominatedNodeName string", 5: "hostIP string",
-        16: "hostIPs HostIP[]", 6: "podIP string", 12: "podIPs PodIP[]", 7: "startTime Time",
-        10: "initContainerStatuses ContainerStatus[]", 8: "containerStatuses ContainerStatus[]",
-        9: "qosClass string", 13: "ephemeralContainerStatuses ContainerStatus[]", 14: "resize string",
-        15: "resourceClaimStatuses PodResourceClaimStatus[]",
-        18: "extendedResourceClaimStatus PodExtendedResourceClaimStatus?",
-        19: "allocatedResources map<string,Quantity>", 20: "resources ResourceRequirements?",
-    },
-    "PodCondition": {
-        1: "type string", 7: "observedGeneration int64", 2: "status string", 3: "lastProbeTime Time",
-        4: "lastTransitionTime Time", 5: "reason string", 6: "message string",
-    },
-    "HostIP": {1: "ip string"},
-    "PodIP": {1: "ip string"},
-    "ContainerStatus": {
-        1: "name string", 2: "state ContainerState", 3: "lastState ContainerState", 4: "ready bool?",
-        5: "restartCount int32?", 6: "image string", 7: "imageID string", 8: "containerID string",
-        9: "started bool?", 10: "allocatedResources map<string,Quantity>",
-        11: "resources ResourceRequirements?",
-        12: "volumeMounts VolumeMountStatus[]", 14: "allocatedResourcesStatus ResourceStatus[]",
-        15: "stopSignal string?",
-    },
-    "ContainerState": {
-        1: "waiting ContainerStateWaiting?", 2: "running ContainerStateRunning?",
-        3: "terminated ContainerStateTerminated?",
-    },
-    "ContainerStateWaiting": {1: "reason string", 2: "message string"},
-    "ContainerStateRunning": {1: "startedAt Time"},
-    "ContainerStateTerminated": {
-        1: "exitCode int32?", 2: "signal int32", 3: "reason string", 4: "message string", 5: "startedAt Time",
-        6: "finishedAt Time", 7: "containerID string",
-    },
-    "VolumeMountStatus": {
-        1: "name string", 2: "mountPath string", 3: "readOnly bool", 4: "recursiveReadOnly string?",
-    },
-    "ResourceStatus": {1: "name string", 2: "resources ResourceHealth[]"},
-    "ResourceHealth": {1: "resourceID string", 2: "health string", 6: "message string?"},
-    "PodResourceClaimStatus": {1: "name string", 2: "resourceClaimName string?"},
-    "PodExtendedResourceClaimStatus": {
-        1: "requestMappings ContainerExtendedResourceRequest[]", 2: "resourceClaimName string",
-    },
-    "ContainerExtendedResourceRequest": {
-        1: "containerName string", 2: "resourceName string", 3: "requestName string",
-    },
-}
+_META = "k8s.io.apimachinery.pkg.apis.meta.v1"
+_TIME, _MICRO_TIME, _DURATION, _FIELDS_V1, _VERBS = (
+    f"{_META}.{n}" for n in ("Time", "MicroTime", "Duration", "FieldsV1", "Verbs"))
+_QUANTITY = "k8s.io.apimachinery.pkg.api.resource.Quantity"
+_INT_OR_STRING = "k8s.io.apimachinery.pkg.util.intstr.IntOrString"
+_RAW_EXTENSION = "k8s.io.apimachinery.pkg.runtime.RawExtension"
 
-# Top-level kinds accepted in the envelope: (apiVersion, kind) -> SCHEMA message.
-SUPPORTED_KINDS: frozenset[tuple[str, str]] = frozenset(
-    ("v1", k) for k in ("Namespace", "ConfigMap", "Secret", "ResourceQuota", "ServiceAccount", "Pod"))
+# API group -> protobuf package prefix (the version is appended).
+_PACKAGES = {"": "k8s.io.api.core", "resource.k8s.io": "k8s.io.api.resource",
+             "coordination.k8s.io": "k8s.io.api.coordination", "events.k8s.io": "k8s.io.api.events",
+             "apidiscovery.k8s.io": "k8s.io.api.apidiscovery", "meta.k8s.io": "k8s.io.apimachinery.pkg.apis.meta"}
+# meta/v1 kinds every group version registers (metav1.AddToGroupVersion), whatever apiVersion names them.
+# The legacy discovery documents are meta/v1 types as well.
+_META_KINDS = frozenset({"Status", "DeleteOptions", "WatchEvent", "ListOptions", "GetOptions", "CreateOptions",
+                         "UpdateOptions", "PatchOptions", "APIVersions", "APIGroupList", "APIGroup",
+                         "APIResourceList"})
 
-_SCALARS = frozenset({"string", "bytes", "bool", "int32", "int64", "raw"})
-_VARINT_TYPES = frozenset({"bool", "int32", "int64"})
-_SPECIAL = frozenset({"Time", "Quantity", "IntOrString", "FieldsV1"})
-_MAP_VALUES = frozenset({"string", "bytes", "Quantity"})
+_POOL = descriptor_pool.Default()
 
 
-class _Field(NamedTuple):
-    name: str  # "-" for an inlined embedded struct
-    type: str
+def message_class(api_version: str, kind: str) -> type[Message] | None:
+    """The generated class for (apiVersion, kind), or None when no served contract defines it."""
+    group, _, version = api_version.rpartition("/")
+    if kind in _META_KINDS or group == "meta.k8s.io":
+        full = f"{_META}.{kind}"
+    elif group in _PACKAGES:
+        full = f"{_PACKAGES[group]}.{version}.{kind}"
+    else:
+        return None
+    try:
+        return message_factory.GetMessageClass(_POOL.FindMessageTypeByName(full))
+    except KeyError:
+        return None
+
+
+# ---------------------------------------------------------------- the descriptor-driven mapper
+
+@dataclass(frozen=True)
+class _Field:
+    name: str  # protobuf
+    json: str
+    number: int
     repeated: bool
+    is_map: bool
+    inline: bool
     keep_zero: bool
+    message: Descriptor | None  # the value's message type (a map's value type for maps)
+    bytes_: bool  # a bytes scalar (base64 in JSON)
 
 
-def _compile(schema: dict[str, dict[int, str]]) -> dict[str, dict[int, _Field]]:
-    out: dict[str, dict[int, _Field]] = {}
-    for msg, fields in schema.items():
-        out[msg] = {}
-        for num, spec in fields.items():
-            name, typ = spec.split()
-            keep = typ.endswith("?")
-            typ = typ.rstrip("?")
-            repeated = typ.endswith("[]")
-            typ = typ.removesuffix("[]")
-            value_type = typ[len("map<string,"):-1] if typ.startswith("map<") else typ
-            # A typo in the table must fail at import, not on some client's request.
-            if typ.startswith("map<") and value_type not in _MAP_VALUES:
-                raise ValueError(f"{msg}.{num}: unsupported map value type {value_type}")
-            if value_type not in _SCALARS | _SPECIAL | _MAP_VALUES and value_type not in schema:
-                raise ValueError(f"{msg}.{num}: unknown type {value_type}")
-            out[msg][num] = _Field(name, typ, repeated, keep)
+@dataclass(frozen=True)
+class _Plan:
+    fields: tuple[_Field, ...]
+    by_number: dict[int, _Field]
+    # JSON name -> (inlined fields to descend through, the field): members of inlined structs included.
+    by_json: dict[str, tuple[tuple[str, ...], _Field]]
+
+
+_PLANS: dict[str, _Plan] = {}
+
+
+def _plan(desc: Descriptor) -> _Plan:
+    plan = _PLANS.get(desc.full_name)
+    if plan is None:
+        fields = []
+        for f in desc.fields:
+            full = f"{desc.full_name}.{f.name}"
+            is_map = f.message_type is not None and f.message_type.GetOptions().map_entry
+            value = f.message_type.fields_by_name["value"] if is_map else f
+            fields.append(_Field(
+                f.name, gojson.JSON_NAMES.get(full, f.name), f.number,
+                f.is_repeated, is_map, full in gojson.INLINE, full in gojson.KEEP_ZERO,
+                value.message_type, value.type == FieldDescriptor.TYPE_BYTES))
+        by_json: dict[str, tuple[tuple[str, ...], _Field]] = {}
+        for f in fields:
+            if f.inline and f.message is not None:
+                for name, (chain, member) in _plan(f.message).by_json.items():
+                    by_json.setdefault(name, ((f.name, *chain), member))
+            else:
+                by_json[f.json] = ((), f)
+        plan = _PLANS[desc.full_name] = _Plan(tuple(fields), {f.number: f for f in fields}, by_json)
+    return plan
+
+
+def to_json(msg: Message) -> Obj:
+    """The dict the message's JSON encoding gives. Malformed special values raise APIError 400."""
+    return _message_to_json(msg, "")
+
+
+def _message_to_json(msg: Message, path: str) -> Obj:
+    desc = msg.DESCRIPTOR
+    _check_wire_types(msg, desc, path)
+    by_number = _plan(desc).by_number
+    out: Obj = {}
+    for fd, values in msg.ListFields():  # set fields only (and non-empty repeated ones)
+        f = by_number[fd.number]
+        if f.is_map:
+            where = _join(path, f.json)
+            out[f.json] = {_text(k): _value_to_json(f, v, where) for k, v in values.items()}
+        elif f.repeated:
+            out[f.json] = [_value_to_json(f, v, path) for v in values]
+        else:
+            value = _value_to_json(f, values, path)
+            if f.inline:
+                out.update(value)
+            elif value is not None and (f.keep_zero or not (value is False or value == 0 or value == ""
+                                                           or value == {})):
+                out[f.json] = value
     return out
 
 
-_FIELDS = _compile(SCHEMA)
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
 
 
-def decode(body: bytes) -> dict[str, Any]:
-    """Decode a protobuf request body into the dict the same object would have as JSON.
+def _check_wire_types(msg: Message, desc: Descriptor, path: str) -> None:
+    """A known field number with the wrong wire type lands among the unknown fields; upstream rejects it."""
+    unknown = UnknownFieldSet(msg)
+    for i in range(len(unknown)):
+        number = unknown[i].field_number
+        if desc.fields_by_number.get(number) is not None:
+            raise bad_request(f"malformed protobuf request body: wrong wire type for "
+                              f"{_join(path, desc.fields_by_number[number].name)}")
+
+
+def _value_to_json(f: _Field, value: Any, path: str) -> Any:
+    if f.message is None:
+        if f.bytes_:
+            return base64.b64encode(value).decode("ascii")
+        return _text(value)
+    where = _join(path, f.json)
+    special = _SPECIAL_TO_JSON.get(f.message.full_name)
+    if special is not None:
+        return special(value, where)
+    return _message_to_json(value, where)
+
+
+def _text(value: Any) -> Any:
+    """upb hands a proto2 string that is not UTF-8 over as bytes; Go's JSON writes U+FFFD instead."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def from_json(obj: Obj, cls: type[Message]) -> Message:
+    """The message for a JSON-shape dict (fields the contract lacks are left out, as a Go client would)."""
+    msg = cls()
+    _fill(msg, obj, "")
+    return msg
+
+
+def _fill(msg: Message, obj: Obj, path: str) -> None:
+    if not isinstance(obj, dict):
+        raise bad_request(f"{path or 'object'}: expected an object, got {type(obj).__name__}")
+    by_json = _plan(msg.DESCRIPTOR).by_json
+    for key, value in obj.items():
+        entry = by_json.get(key)
+        if entry is None or value is None:
+            continue  # a field the contract lacks, or JSON null (Go's zero)
+        chain, f = entry
+        target_msg = msg
+        for name in chain:  # into the inlined struct that holds this member
+            target_msg = getattr(target_msg, name)
+            target_msg.SetInParent()
+        if f.is_map:
+            target = getattr(target_msg, f.name)
+            for k, v in value.items():
+                if f.message is None:
+                    target[k] = _scalar_from_json(f, v, path)
+                else:
+                    _value_into(f, target[k], v, _join(path, f"{f.json}[{k}]"))
+        elif f.repeated:
+            target = getattr(target_msg, f.name)
+            if f.message is None:
+                target.extend(_scalar_from_json(f, v, path) for v in value)
+            else:
+                where = _join(path, f.json)
+                for v in value:
+                    _value_into(f, target.add(), v, where)
+        elif f.message is None:
+            setattr(target_msg, f.name, _scalar_from_json(f, value, path))
+        else:
+            sub = getattr(target_msg, f.name)
+            _value_into(f, sub, value, _join(path, f.json))
+            sub.SetInParent()
+
+
+def _scalar_from_json(f: _Field, value: Any, path: str) -> Any:
+    if f.bytes_:
+        try:
+            return base64.b64decode(value, validate=True)
+        except (ValueError, TypeError) as e:
+            raise bad_request(f"{_join(path, f.json)}: illegal base64 data: {e}")
+    return value
+
+
+def _value_into(f: _Field, target: Message, value: Any, path: str) -> None:
+    assert f.message is not None
+    special = _SPECIAL_FROM_JSON.get(f.message.full_name)
+    if special is not None:
+        special(target, value, path)
+    else:
+        _fill(target, value, path)
+
+
+# ---- Kubernetes' special types
+
+_EPOCH_ORDINAL = datetime(1970, 1, 1).toordinal()
+
+
+def _time_to_json(msg: Message, path: str, micro: bool = False) -> str | None:
+    if not msg.seconds and not msg.nanos:  # the zero Time: null in JSON, absent here
+        return None
+    try:
+        t = datetime.fromtimestamp(msg.seconds, UTC)
+    except (OverflowError, OSError, ValueError) as e:
+        raise bad_request(f"{path} is out of range: {msg.seconds} seconds ({e})")
+    text = f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
+    return f"{text}.{msg.nanos // 1000:06d}Z" if micro else text + "Z"
+
+
+def _time_from_json(msg: Message, value: Any, path: str) -> None:
+    if not isinstance(value, str):
+        raise bad_request(f"{path}: expected an RFC 3339 time string")
+    try:
+        t = datetime.fromisoformat(value)
+    except ValueError:
+        raise bad_request(f'{path}: parsing time "{value}": not RFC 3339')
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=UTC)
+    msg.seconds = calendar.timegm(t.utctimetuple())
+    if t.microsecond:
+        msg.nanos = t.microsecond * 1000
+
+
+_DURATION_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": 10**9,
+                   "m": 60 * 10**9, "h": 3600 * 10**9}
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+
+
+def _duration_to_json(msg: Message, _path: str) -> str:
+    """Go's time.Duration.String()."""
+    ns = msg.duration
+    sign, ns = ("-", -ns) if ns < 0 else ("", ns)
+    if ns == 0:
+        return "0s"
+    if ns < 10**9:
+        for unit, size in (("ms", 10**6), ("µs", 10**3), ("ns", 1)):
+            if ns >= size:
+                return sign + _trim(ns, size) + unit
+    hours, rest = divmod(ns, 3600 * 10**9)
+    minutes, rest = divmod(rest, 60 * 10**9)
+    text = _trim(rest, 10**9) + "s"
+    if hours:
+        return f"{sign}{hours}h{minutes}m{text}"
+    return f"{sign}{minutes}m{text}" if minutes else sign + text
+
+
+def _trim(value: int, unit: int) -> str:
+    whole, frac = divmod(value, unit)
+    if not frac:
+        return str(whole)
+    digits = len(str(unit)) - 1
+    return f"{whole}.{frac:0{digits}d}".rstrip("0")
+
+
+def _duration_from_json(msg: Message, value: Any, path: str) -> None:
+    text = value if isinstance(value, str) else ""
+    sign = -1 if text.startswith("-") else 1
+    body = text.lstrip("+-")
+    parts = _DURATION_PART.findall(body)
+    if body == "0":
+        parts = [("0", "s")]
+    if not parts or "".join(n + u for n, u in parts) != body:
+        raise bad_request(f'{path}: time: invalid duration "{value}"')
+    msg.duration = sign * round(sum(float(n) * _DURATION_UNITS[u] for n, u in parts))
+
+
+def _raw_json_to_json(raw: bytes, path: str) -> Any:
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise bad_request(f"{path} does not hold valid JSON: {e}")
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _int_or_string_from_json(msg: Message, value: Any, path: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise bad_request(f"{path}: expected an integer or a string")
+    if isinstance(value, str):
+        msg.type, msg.strVal = 1, value
+    else:
+        msg.type, msg.intVal = 0, value
+
+
+def _set_quantity(msg: Message, value: Any, path: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise bad_request(f"{path}: quantities must match the regular expression "
+                          "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+    msg.string = value if isinstance(value, str) else json.dumps(value)
+
+
+_SPECIAL_TO_JSON: dict[str, Callable[[Any, str], Any]] = {
+    _TIME: _time_to_json,
+    _MICRO_TIME: lambda m, p: _time_to_json(m, p, micro=True),
+    _DURATION: _duration_to_json,
+    _QUANTITY: lambda m, _p: _text(m.string) or "0",  # Go marshals the zero Quantity as "0"
+    _INT_OR_STRING: lambda m, _p: _text(m.strVal) if m.type == 1 else m.intVal,
+    _RAW_EXTENSION: lambda m, p: _raw_json_to_json(m.raw, p),
+    _FIELDS_V1: lambda m, p: _raw_json_to_json(m.Raw, p),
+    _VERBS: lambda m, _p: [_text(v) for v in m.items],  # Go's `Verbs []string`
+}
+_SPECIAL_FROM_JSON: dict[str, Callable[[Any, Any, str], None]] = {
+    _TIME: _time_from_json,
+    _MICRO_TIME: _time_from_json,
+    _DURATION: _duration_from_json,
+    _QUANTITY: _set_quantity,
+    _INT_OR_STRING: _int_or_string_from_json,
+    _RAW_EXTENSION: lambda m, v, _p: setattr(m, "raw", _dumps(v)),
+    _FIELDS_V1: lambda m, v, _p: setattr(m, "Raw", _dumps(v)),
+    _VERBS: lambda m, v, _p: m.items.extend(v),
+}
+
+
+# ---------------------------------------------------------------- envelopes
+
+def decode(body: bytes) -> Obj:
+    """Decode an enveloped request body into the dict the same object would have as JSON.
 
     Raises `APIError` 400 for a malformed body and 415 for an envelope we cannot decode (a kind outside
-    `SUPPORTED_KINDS`, or a compressed/non-protobuf payload).
+    the served contracts, or a compressed/non-protobuf payload).
     """
     body = bytes(body)
-    if not body.startswith(_MAGIC):
+    if not body.startswith(MAGIC):
         raise bad_request("the protobuf request body does not start with the 'k8s\\x00' prefix")
+    envelope = runtime_pb.Unknown()
     try:
-        envelope = _message(body[len(_MAGIC):], "Unknown", "")
-        type_meta = envelope.get("typeMeta", {})
-        api_version, kind = type_meta.get("apiVersion", ""), type_meta.get("kind", "")
-        if not kind:
-            raise bad_request("the protobuf request body has no kind in its runtime.Unknown envelope")
-        if envelope.get("contentEncoding"):
-            raise _unsupported(f"content encoding {envelope['contentEncoding']!r} is not supported")
-        if envelope.get("contentType", MEDIA_TYPE) != MEDIA_TYPE:
-            raise _unsupported(f"the protobuf envelope's content type {envelope['contentType']!r} "
-                               f"is not supported")
-        if (api_version, kind) not in SUPPORTED_KINDS:
-            raise _unsupported(f"decoding {api_version}/{kind} from protobuf is not supported; "
-                               f"send it as application/json")
-        if "raw" not in envelope:  # clients always send it; without it the body was cut short
-            raise bad_request(f"the protobuf request body has no {kind} payload "
-                              f"in its runtime.Unknown envelope")
-        return {"apiVersion": api_version, "kind": kind, **_message(envelope["raw"], kind, "")}
-    except (ValueError, OverflowError, RecursionError) as e:  # belt and braces: never a 500
-        raise bad_request(f"malformed protobuf request body: {e}") from e
+        envelope.ParseFromString(body[len(MAGIC):])
+    except DecodeError as e:
+        raise bad_request(f"malformed protobuf request body: {e}")
+    api_version, kind = envelope.typeMeta.apiVersion, envelope.typeMeta.kind
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        raise bad_request("the protobuf request body's type meta is not UTF-8")
+    if not kind:
+        raise bad_request("the protobuf request body has no kind in its runtime.Unknown envelope")
+    if envelope.contentEncoding:
+        raise _unsupported(f"content encoding {envelope.contentEncoding!r} is not supported")
+    if envelope.contentType not in ("", MEDIA_TYPE):
+        raise _unsupported(f"the protobuf envelope's content type {envelope.contentType!r} is not supported")
+    cls = message_class(api_version, kind)
+    if cls is None:
+        raise _unsupported(f"decoding {api_version}/{kind} from protobuf is not supported; "
+                           f"send it as application/json")
+    if not envelope.HasField("raw"):  # clients always send it; without it the body was cut short
+        raise bad_request(f"the protobuf request body has no {kind} payload in its runtime.Unknown envelope")
+    msg = cls()
+    try:
+        msg.ParseFromString(envelope.raw)
+        obj = to_json(msg)
+    except (DecodeError, RecursionError, UnicodeDecodeError) as e:  # proto2 strings are checked when read
+        raise bad_request(f"malformed protobuf request body: {e}")
+    return {"apiVersion": api_version, "kind": kind, **obj}
 
 
 def _unsupported(message: str) -> APIError:
     return APIError(415, "UnsupportedMediaType", message)
 
 
-def _truncated(path: str) -> APIError:
-    return bad_request(f"the protobuf request body is truncated (at {path or 'top level'})")
+def encode(obj: Obj) -> bytes:
+    """The enveloped protobuf form of a JSON-shape object (apiVersion and kind pick its message)."""
+    return Encoder(0).encode(obj)
 
 
-def _varint(data: bytes, pos: int, path: str) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(data):
-            raise _truncated(path)
-        b = data[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result & 0xFFFF_FFFF_FFFF_FFFF, pos
-        shift += 7
-        if shift > 63:
-            raise bad_request(f"the protobuf request body has an over-long varint (at {path or 'top level'})")
+class Encoder:
+    """Encodes responses, remembering the bytes of each stored object it encoded.
 
+    A stored object's message is a function of (message type, uid, resourceVersion), so the bytes a GET, a
+    LIST and every watcher of a write need are made once. Only callers serving stored objects pass
+    `stored=True`: a dry-run answer shares its uid and resourceVersion with a different stored object.
+    A list's message is assembled on the wire from its items' bytes: a message is the concatenation of
+    its fields, and each item is one length-delimited field.
+    """
 
-def _walk(data: bytes, path: str) -> Iterator[tuple[int, int, int | bytes]]:
-    """Yield (field number, wire type, value): an int for varints, bytes for everything else."""
-    pos = 0
-    while pos < len(data):
-        key, pos = _varint(data, pos, path)
-        num, wire = key >> 3, key & 7
-        if num == 0:
-            raise bad_request(f"the protobuf request body has field number 0 (at {path or 'top level'})")
-        if wire == 0:
-            value, pos = _varint(data, pos, path)
-            yield num, wire, value
-            continue
-        if wire == 2:
-            size, pos = _varint(data, pos, path)
-        elif wire in (1, 5):
-            size = 8 if wire == 1 else 4
-        else:  # 3/4 are proto2 groups, which no Kubernetes type uses; 6/7 do not exist
-            raise bad_request(f"the protobuf request body has unsupported wire type {wire} "
-                              f"(at {path or 'top level'})")
-        if pos + size > len(data):
-            raise _truncated(path)
-        yield num, wire, data[pos:pos + size]
-        pos += size
+    def __init__(self, max_objects: int = 20_000):
+        self.max_objects = max_objects
+        self._cache: OrderedDict[tuple[str, str, str], bytes] = OrderedDict()
 
-
-def _message(data: bytes, type_name: str, path: str) -> dict[str, Any]:
-    fields = _FIELDS[type_name]
-    out: dict[str, Any] = {}
-    for num, wire, raw in _walk(data, path):
-        f = fields.get(num)
-        if f is None:  # newer or unmodelled field: skip, as upstream does for unknown JSON fields
-            continue
-        where = f"{path}.{f.name}" if path else f.name
-        if f.name == "-":
-            out.update(_message(_need_bytes(raw, where), f.type, path))
-        elif f.type.startswith("map<"):
-            key, value = _map_entry(_need_bytes(raw, where), f.type[len("map<string,"):-1], where)
-            out.setdefault(f.name, {})[key] = value
-        elif f.repeated:
-            items = out.setdefault(f.name, [])
-            if wire == 2 and f.type in _VARINT_TYPES:  # packed repeated scalars
-                pos = 0
-                while pos < len(raw):
-                    v, pos = _varint(raw, pos, where)
-                    items.append(_value(f.type, 0, v, where))
-            else:
-                items.append(_value(f.type, wire, raw, where))
-        else:
-            value = _value(f.type, wire, raw, where)
-            if value is None or (not f.keep_zero and _is_zero(value)):
-                out.pop(f.name, None)  # the last occurrence wins, as in protobuf
-            else:
-                out[f.name] = value
-    return out
-
-
-def _is_zero(value: Any) -> bool:
-    return value is None or value is False or value == 0 or value == "" or value == {} or value == []
-
-
-def _need_bytes(raw: int | bytes, path: str) -> bytes:
-    if isinstance(raw, int):
-        raise bad_request(f"the protobuf request body has a varint where {path} expects a message")
-    return raw
-
-
-def _value(typ: str, wire: int, raw: int | bytes, path: str) -> Any:
-    if typ in _VARINT_TYPES:
-        if wire != 0 or not isinstance(raw, int):
-            raise bad_request(f"the protobuf request body has wire type {wire} where {path} expects a varint")
-        if typ == "bool":
-            return raw != 0
-        if typ == "int32":  # Go truncates to 32 bits, negatives arrive sign-extended
-            raw &= 0xFFFF_FFFF
-            return raw - (1 << 32) if raw >= 1 << 31 else raw
-        return raw - (1 << 64) if raw >= 1 << 63 else raw
-    data = _need_bytes(raw, path)
-    if typ == "string":
-        return data.decode("utf-8", "replace")  # Go's JSON encoder would emit U+FFFD as well
-    if typ == "bytes":
-        return base64.b64encode(data).decode("ascii")
-    if typ == "raw":
-        return data
-    if typ == "Time":
-        return _time(data, path)
-    if typ == "Quantity":
-        # resource.Quantity{string=1}; Go marshals the zero Quantity as "0".
-        return next((_value("string", w, v, path) for n, w, v in _walk(data, path) if n == 1), "") or "0"
-    if typ == "IntOrString":
-        kind, int_val, str_val = 0, 0, ""
-        for n, w, v in _walk(data, path):
-            if n == 1:
-                kind = _value("int64", w, v, path)
-            elif n == 2:
-                int_val = _value("int32", w, v, path)
-            elif n == 3:
-                str_val = _value("string", w, v, path)
-        return str_val if kind == 1 else int_val
-    if typ == "FieldsV1":
-        raw_json = next((_need_bytes(v, path) for n, _w, v in _walk(data, path) if n == 1), b"")
-        if not raw_json:
-            return None
+    def encode(self, obj: Obj, stored: bool = False) -> bytes:
+        """The enveloped protobuf form of `obj`; 406 when no served contract defines its kind."""
+        api_version, kind = obj.get("apiVersion", ""), obj.get("kind", "")
+        cls = message_class(api_version, kind)
+        if cls is None:
+            raise APIError(406, "NotAcceptable", f"{api_version}/{kind} has no protobuf encoding")
+        desc = cls.DESCRIPTOR
+        items = desc.fields_by_name.get("items")
         try:
-            return json.loads(raw_json)
-        except (ValueError, UnicodeDecodeError) as e:
-            raise bad_request(f"{path} does not hold valid JSON: {e}") from e
-    return _message(data, typ, path)
+            if kind.endswith("List") and items is not None and items.message_type is not None:
+                raw = self._list(obj, desc, items, stored)
+            else:
+                raw = self._object(obj, desc, stored)
+        except (TypeError, ValueError, AttributeError) as e:  # a value the contract's type cannot hold
+            raise internal(f"encoding {api_version}/{kind} as protobuf: {e}")
+        envelope = runtime_pb.Unknown(raw=raw)
+        envelope.typeMeta.apiVersion, envelope.typeMeta.kind = api_version, kind
+        return MAGIC + envelope.SerializeToString()
+
+    def watch_frame(self, event_type: str, obj: Obj, stored: bool = True) -> bytes:
+        """One length-prefixed frame of a protobuf watch stream: a bare WatchEvent whose object is the
+        enveloped object (upstream's raw stream serializer around its embedded serializer)."""
+        event = meta_v1.WatchEvent(type=event_type)
+        event.object.raw = self.encode(obj, stored)
+        data = event.SerializeToString()
+        return len(data).to_bytes(4, "big") + data
+
+    def _object(self, obj: Obj, desc: Descriptor, stored: bool) -> bytes:
+        metadata = obj.get("metadata")
+        uid, rv = (metadata.get("uid"), metadata.get("resourceVersion")) if isinstance(metadata, dict) else (None, None)
+        if not (stored and uid and rv and self.max_objects):
+            return from_json(obj, message_factory.GetMessageClass(desc)).SerializeToString()
+        key = (desc.full_name, uid, rv)
+        raw = self._cache.get(key)
+        if raw is None:
+            raw = self._cache[key] = from_json(obj, message_factory.GetMessageClass(desc)).SerializeToString()
+            if len(self._cache) > self.max_objects:
+                self._cache.popitem(last=False)
+        return raw
+
+    def _list(self, obj: Obj, desc: Descriptor, items: FieldDescriptor, stored: bool) -> bytes:
+        meta_field = desc.fields_by_name["metadata"]
+        list_meta = from_json(obj.get("metadata") or {}, message_factory.GetMessageClass(meta_field.message_type))
+        parts = [_length_delimited(meta_field.number, list_meta.SerializeToString())]
+        tag = _varint(items.number << 3 | 2)
+        for item in obj.get("items") or ():
+            raw = self._object(item, items.message_type, stored)
+            parts += (tag, _varint(len(raw)), raw)
+        return b"".join(parts)
 
 
-def _map_entry(data: bytes, value_type: str, path: str) -> tuple[str, Any]:
-    key: str = ""
-    value: Any = None
-    for n, w, v in _walk(data, path):
-        if n == 1:
-            key = _value("string", w, v, path)
-        elif n == 2:
-            value = _value(value_type, w, v, f"{path}[{key}]")
-    if value is None:  # an entry without a value holds the value type's zero
-        value = "0" if value_type == "Quantity" else ""
-    return key, value
+def _length_delimited(number: int, data: bytes) -> bytes:
+    return _varint(number << 3 | 2) + _varint(len(data)) + data
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def _time(data: bytes, path: str) -> str | None:
-    """metav1.Time {seconds, nanos} -> RFC3339 with second precision, as its JSON form; zero -> absent."""
-    seconds = 0
-    for n, w, v in _walk(data, path):
-        if n == 1:
-            seconds = _value("int64", w, v, path)
-    if seconds == 0:  # a zero Time marshals as an empty message (JSON: null / omitted)
-        return None
-    try:
-        t = _EPOCH + timedelta(seconds=seconds)
-    except OverflowError as e:
-        raise bad_request(f"{path} is out of range: {seconds} seconds") from e
-    return f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}Z"
+def _varint(n: int) -> bytes:
+    if n < 0x80:
+        return bytes((n,))
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)

@@ -21,7 +21,7 @@ from multidict import MultiMapping
 from dramock import errors
 from dramock.admission import strategy as strategies
 from dramock.admission.chain import Admission
-from dramock.apiserver import codec, fieldmanager, params, patch, selectors
+from dramock.apiserver import codec, fieldmanager, params, patch, protobuf, selectors
 from dramock.jsonvalue import clone
 from dramock.schemas import convert
 from dramock.schemas.registry import Kind
@@ -499,8 +499,6 @@ class Rest:
         if body and body.strip():
             mt = codec.media_type(content_type)
             if mt == codec.PROTOBUF:
-                from dramock.apiserver import protobuf
-
                 doc = protobuf.decode(body)
             else:
                 doc, _ = codec.parse_document(body, content_type or codec.JSON)

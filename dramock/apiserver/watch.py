@@ -1,4 +1,5 @@
-"""Watch streams: newline-delimited JSON events served from the in-memory history and live writes.
+"""Watch streams: JSON lines, YAML documents or length-prefixed protobuf frames of events, served from the
+in-memory history and live writes.
 
 A watcher subscribes to its storage bucket before it takes its starting point, in the same tick, so no
 write can fall between the initial state and the live events.
@@ -14,7 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from dramock import errors
-from dramock.apiserver import codec, params, selectors
+from dramock.apiserver import codec, params, protobuf, selectors
 from dramock.apiserver.rest import Call
 from dramock.faults import WATCH_GONE, Rule
 from dramock.schemas import convert
@@ -82,8 +83,10 @@ class Watcher:
 
 
 class WatchHandler:
-    def __init__(self, store: RevisionLog, bookmark_interval: float, on_watchers: Callable[[Kind, int], None]):
+    def __init__(self, store: RevisionLog, bookmark_interval: float, on_watchers: Callable[[Kind, int], None],
+                 pb: protobuf.Encoder):
         self.store = store
+        self.protobuf = pb
         self.bookmark_interval = bookmark_interval
         self.on_watchers = on_watchers
         self.open: set[Watcher] = set()
@@ -165,12 +168,13 @@ class WatchHandler:
                 pass  # nothing to replay yet: live events will follow
 
         resp = web.StreamResponse(status=200, headers={
-            "Content-Type": "application/yaml" if accept.yaml else "application/json",
+            "Content-Type": protobuf.WATCH_MEDIA_TYPE if accept.protobuf else
+            "application/yaml" if accept.yaml else "application/json",
             "Cache-Control": "no-cache, private",
             "Transfer-Encoding": "chunked"})
         for w in call.warnings:
             resp.headers.add("Warning", codec.warning_header(w))
-        encoder = _Encoder(kind, accept, table)
+        encoder = _Encoder(kind, accept, table, self.protobuf)
         try:
             await resp.prepare(request)
             deadline = asyncio.get_running_loop().time() + timeout
@@ -252,12 +256,14 @@ async def _write(resp: web.StreamResponse, data: bytes, deadline: float) -> None
 class _Encoder:
     """Encodes watch events in the form the client negotiated (objects, Table rows, or metadata)."""
 
-    def __init__(self, kind: Kind, accept: codec.Accept, table: Callable[[Kind, list[Obj], bool], Obj] | None):
+    def __init__(self, kind: Kind, accept: codec.Accept, table: Callable[[Kind, list[Obj], bool], Obj] | None,
+                 pb: protobuf.Encoder):
         self.kind = kind
+        self.protobuf = pb
         self.accept = accept
         self.table = table
         self.first_table = True
-        self.plain = not accept.form and not accept.yaml and not convert.needs_conversion(kind)
+        self.plain = not accept.form and not accept.yaml and not accept.protobuf and not convert.needs_conversion(kind)
 
     def event(self, t: str, ev: Event) -> bytes:
         return self.line(t, convert.from_storage(ev.obj, self.kind), ev.value)
@@ -267,6 +273,8 @@ class _Encoder:
             if self.plain and encoded is not None:
                 return f'{{"type":"{t}","object":{encoded}}}\n'.encode()
             obj = self._transform(obj)
+        if self.accept.protobuf:  # events carry stored objects; bookmarks and errors are not cached (no uid)
+            return self.protobuf.watch_frame(t, obj, stored=t != ERROR)
         if self.accept.yaml:
             return (codec.to_yaml({"type": t, "object": obj}) + "---\n").encode()
         return (codec.dumps({"type": t, "object": obj}) + "\n").encode()
