@@ -25,7 +25,7 @@ BOMB = "\n".join(
 
 
 def _while_serving(server: Server, send: Callable[[], tuple[int, dict, dict]]) -> tuple[int, dict, dict]:
-    """Send a request in a thread and probe /readyz until it is answered; every probe must be answered fast."""
+    """Send a request in a thread and probe /readyz until it is answered; every probe must be answered."""
     result: list = []
     worker = threading.Thread(target=lambda: result.append(send()))
     worker.start()
@@ -38,7 +38,9 @@ def _while_serving(server: Server, send: Callable[[], tuple[int, dict, dict]]) -
         slowest = max(slowest, time.monotonic() - start)
         probes += 1
     worker.join()
-    assert slowest < 0.1, f"/readyz took {slowest:.3f}s while the request was served"
+    # The bugs this guards froze the loop for 20-40 s; a loaded CI machine must not make this flaky, so the bound
+    # is loose (unloaded, the slowest probe is a few milliseconds: see bench/hostile.py).
+    assert slowest < 1.0, f"/readyz took {slowest:.3f}s while the request was served"
     return result[0]
 
 
@@ -241,3 +243,22 @@ def test_mutating_requests_beyond_the_limit_get_429(tmp_path) -> None:
         slow.close()
         stop(s)
     assert code == 429
+
+
+@pytest.mark.parametrize("raw", [
+    b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n",
+    b"NOT-HTTP\r\n\r\n",
+    b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nX-Long: " + b"a" * 20000 + b"\r\n\r\n",
+    b"POST /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+])
+def test_malformed_http_gets_a_status(server: Server, raw: bytes) -> None:
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as c:
+        c.sendall(raw)
+        data = b""
+        while chunk := c.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    status = int(head.split()[1])
+    assert 400 <= status < 500, data[:300]
+    doc = json.loads(body)
+    assert doc["kind"] == "Status" and doc["code"] == status, doc

@@ -14,7 +14,10 @@ import signal
 from dataclasses import dataclass
 from typing import Any
 
-from aiohttp import web
+from aiohttp import web, web_protocol
+
+from dramock import errors
+from dramock.apiserver import codec
 
 log = logging.getLogger("dramock.apiserver")
 
@@ -77,6 +80,25 @@ class _HeaderDeadline(asyncio.Protocol):
         return getattr(self.inner, name)
 
 
+class _StatusErrors(web_protocol.RequestHandler):
+    """aiohttp's own answers to malformed HTTP (bad request line, oversized header, broken chunking) as
+    Kubernetes Status objects instead of plain text, so that every error a client sees has one shape."""
+
+    _REASONS = {400: "BadRequest", 413: "RequestEntityTooLarge", 431: "BadRequest"}
+
+    def handle_error(self, request: Any, status: int = 500, exc: BaseException | None = None,
+                     message: str | None = None) -> web.StreamResponse:
+        plain = super().handle_error(request, status, exc, message)  # logs; raises if a response began
+        if status >= 500:
+            err = errors.internal("the server could not handle the request")
+        else:
+            text = (message or (str(exc) if exc else "") or "bad request").splitlines()[0][:500]
+            err = errors.APIError(status, self._REASONS.get(status, "BadRequest"), text)
+        resp = web.Response(status=plain.status, text=codec.dumps(err.status()), content_type="application/json")
+        resp.force_close()
+        return resp
+
+
 async def _serve(app: web.Application, options: ServingOptions, **handler_args: Any) -> None:
     runner = web.AppRunner(app, keepalive_timeout=options.keepalive_timeout,
                            shutdown_timeout=options.shutdown_timeout, **handler_args)
@@ -84,8 +106,12 @@ async def _serve(app: web.Application, options: ServingOptions, **handler_args: 
     loop = asyncio.get_running_loop()
     server = runner.server
     assert server is not None
-    listener = await loop.create_server(lambda: _HeaderDeadline(server(), options.header_timeout),
-                                        options.host, options.port, reuse_address=True)
+
+    def protocol() -> asyncio.Protocol:
+        handler = _StatusErrors(server, loop=loop, **server._kwargs)  # aiohttp's Server.__call__, our class
+        return _HeaderDeadline(handler, options.header_timeout)
+
+    listener = await loop.create_server(protocol, options.host, options.port, reuse_address=True)
     stopped = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stopped.set)

@@ -167,8 +167,13 @@ def _walk(value: Any, schema: defs.Schema, path: str, report: DecodeReport, owne
                 child_path = f"{path_base}.{key}" if path_base else key
                 if key in props:
                     if value[key] is None and not _keeps_null(props[key]):
-                        del value[key]  # Go: null leaves the field at its zero value, which is as if absent
-                        continue
+                        # Go leaves the field at its zero value: one that is always encoded (no omitempty, which
+                        # the schema lists as required) comes back as that zero, the others as if absent.
+                        if key in resolved.get("required", ()):
+                            value[key] = _zero(props[key])
+                        else:
+                            del value[key]
+                            continue
                     value[key] = _walk(value[key], props[key], child_path, report, owner)
                 elif not resolved.get("x-kubernetes-preserve-unknown-fields"):
                     report.unknown.append(child_path)
