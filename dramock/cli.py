@@ -330,10 +330,11 @@ def _run_server(args: argparse.Namespace) -> int:
         async def stop_components(_app) -> None:  # before the server waits for open requests to finish
             stop.set()
         app.on_shutdown.append(stop_components)
-    # handler_cancellation: a watch ends as soon as its client goes away, as upstream's do.
+    # handler_cancellation: a watch ends as soon as its client goes away, as upstream's do. auto_decompress off:
+    # kube-apiserver reads request bodies as sent (a Content-Encoding does not make them decode).
     serving.run(app, serving.ServingOptions(host=args.bind_address, port=args.port,
                                             header_timeout=args.request_header_timeout),
-                access_log=None, handler_cancellation=True)
+                access_log=None, handler_cancellation=True, auto_decompress=False)
     return 0
 
 

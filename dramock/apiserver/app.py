@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -89,6 +90,11 @@ class Metrics:
 
     def on_watchers(self, kind: Kind, delta: int) -> None:
         self.watchers.labels(kind.group, kind.version, kind.kind).inc(delta)
+
+
+# Status reasons of the HTTP codes aiohttp itself may answer with.
+_REASONS = {400: "BadRequest", 404: "NotFound", 405: "MethodNotAllowed", 406: "NotAcceptable",
+            413: "RequestEntityTooLarge", 415: "UnsupportedMediaType"}
 
 
 class InflightLimits:
@@ -207,8 +213,11 @@ class APIServer:
             resp = self._status_response(request, e)
         except web.HTTPRequestEntityTooLarge:
             resp = self._status_response(request, errors.request_entity_too_large(codec.MAX_BODY))
-        except web.HTTPException:
-            raise
+        except web.HTTPException as e:  # aiohttp's own (e.g. a health check that does not exist): still a Status
+            resp = self._status_response(request, errors.APIError(e.status, _REASONS.get(e.status, "BadRequest"),
+                                                                  e.text or e.reason))
+        except aiohttp.http_exceptions.HttpProcessingError as e:  # a body that cannot be read (broken chunking)
+            resp = self._status_response(request, errors.bad_request(f"error reading the request body: {e.message}"))
         except Exception as e:  # never a traceback to the client
             log.exception("internal error serving %s %s", request.method, request.path)
             resp = self._status_response(request, errors.internal(type(e).__name__ + ": " + str(e)))
@@ -221,6 +230,11 @@ class APIServer:
             self.metrics.duration.labels(*labels[:-1], labels[-1]).observe(time.perf_counter() - start)
         log.debug("%s %s %s %d %.1fms", request.method, request.path_qs, request.headers.get("User-Agent", ""),
                   resp.status, (time.perf_counter() - start) * 1000)
+        if not resp.prepared:
+            # An answer given before the body was read (404, 405, 429) still reads it, as Go's server does, so a
+            # keep-alive client that is still sending it is not reset.
+            with contextlib.suppress(Exception):
+                await request.release()
         return resp
 
     def _status_response(self, request: web.Request, e: errors.APIError) -> web.Response:

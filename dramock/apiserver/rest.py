@@ -136,7 +136,7 @@ class Rest:
         field_reqs = selectors.parse_field_selector(call.param("fieldSelector"))
         selectors.check_fields(field_reqs, kind.field_value)
         match = selectors.predicate(label_reqs, field_reqs, kind.field_value)
-        limit = _int_param(call, "limit", 0)
+        limit = max(_int_param(call, "limit", 0), 0)  # a negative limit is no limit, as upstream's storage reads it
         token = call.param("continue")
         rv = call.param("resourceVersion")
         rv_match = call.param("resourceVersionMatch")
