@@ -82,6 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
     cm.add_argument("--kubeconfig", required=True, help="kubeconfig naming the server to talk to")
     cm.add_argument("-v", "--v", type=int, default=0, dest="verbosity",
                     help="log verbosity; 4 or more logs debug messages")
+    cm.add_argument("--pod-gc-interval", type=float, default=20.0, metavar="SECONDS",
+                    help="how often the pod garbage collector runs (upstream: every 20s)")
+    cm.add_argument("--pod-gc-quarantine", type=float, default=40.0, metavar="SECONDS",
+                    help="how long a pod's Node must be gone before the pod is collected (upstream: 40s)")
     sch = sub.add_parser("scheduler", help="run the scheduler (DRA structured parameters) against a running server")
     from dramock.scheduler.__main__ import add_scheduler_flags
 
@@ -109,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         from dramock.controllers.manager import run_controller_manager
 
         configure_logging(args.verbosity)
-        return run_controller_manager(args.kubeconfig, f"dramock-controller-manager/{__version__}")
+        return run_controller_manager(args.kubeconfig, f"dramock-controller-manager/{__version__}",
+                                      args.pod_gc_interval, args.pod_gc_quarantine)
     if args.command == "scheduler":
         from dramock.scheduler.__main__ import run_from_args
 

@@ -432,6 +432,10 @@ class Rest:
                     "%Y-%m-%dT%H:%M:%SZ")
                 m["deletionGracePeriodSeconds"] = grace
             elif grace < (m.get("deletionGracePeriodSeconds") or 0):
+                # A shorter grace period moves the deletion time back by the difference (upstream's BeforeDelete).
+                when = datetime.strptime(m["deletionTimestamp"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+                when += timedelta(seconds=grace - m["deletionGracePeriodSeconds"])
+                m["deletionTimestamp"] = when.strftime("%Y-%m-%dT%H:%M:%SZ")
                 m["deletionGracePeriodSeconds"] = grace
             if kind.plural == "namespaces":
                 obj.setdefault("status", {})["phase"] = "Terminating"

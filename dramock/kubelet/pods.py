@@ -11,7 +11,9 @@ A pod is done with its claims when it is being deleted (deletionTimestamp), when
 Failed, or when it vanished from the API server: the kubelet then calls NodeUnprepareResources for the claims
 no other live pod on the node still uses. Unprepare failures are retried with backoff and reported as
 FailedUnprepareDynamicResources events; a pod being deleted stays Terminating until its claims are unprepared,
-then the kubelet deletes it for good (gracePeriodSeconds=0).
+then it reaches a terminal phase (Succeeded when its containers exit 0 on SIGTERM, as the pause image does, or
+Failed; `dramock.io/exit-code` chooses) with Ready/ContainersReady False, and the kubelet confirms the deletion
+(gracePeriodSeconds=0). A pod held by finalizers stays, terminal, so the claim controller releases its claims.
 
 kwok-style completion: a running pod annotated `dramock.io/complete-after-seconds: "N"` finishes N seconds
 after it started: Succeeded, or Failed when it is also annotated `dramock.io/exit-code: "<non-zero>"`.
@@ -104,6 +106,15 @@ def _parse_time(value: str | None) -> float | None:
         return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
     except ValueError:
         return None
+
+
+def _exit_code(pod: Obj) -> int:
+    """The exit code of the pod's containers when they finish: `dramock.io/exit-code`, else 0 (as the pause
+    image exits on SIGTERM)."""
+    try:
+        return int((pod["metadata"].get("annotations") or {}).get(EXIT_CODE_ANNOTATION) or 0)
+    except ValueError:
+        return 1
 
 
 def _drivers_of(claim: Obj) -> list[str]:
@@ -366,11 +377,7 @@ class PodManager:
         due = self._completion_due(pod)
         if due is None or time.time() < due:
             return
-        try:
-            exit_code = int((pod["metadata"].get("annotations") or {}).get(EXIT_CODE_ANNOTATION) or 0)
-        except ValueError:
-            exit_code = 1
-        updated = await self._set_terminated(pod, exit_code)
+        updated = await self._set_terminated(pod, _exit_code(pod))
         m = pod["metadata"]
         log.info("pod %s/%s %s (%s)", m.get("namespace"), m["name"], _phase(updated), COMPLETE_AFTER_ANNOTATION)
         if m["uid"] in self.pods:
@@ -451,20 +458,29 @@ class PodManager:
             self._adopted.discard(uid)
 
     async def _terminate(self, pod: Obj) -> None:
-        uid = pod["metadata"]["uid"]
+        """Graceful deletion as the 1.37 kubelet does it: the claims are unprepared, the pod reaches a terminal
+        phase (its containers "exit" on SIGTERM: 0, or `dramock.io/exit-code`), then the kubelet confirms the
+        deletion with gracePeriodSeconds=0. A pod held by finalizers stays, terminal, until they go."""
+        m = pod["metadata"]
+        uid = m["uid"]
         if uid not in self.released:
             await self._release(pod)  # the pod stays Terminating until this succeeds
             self.released.add(uid)
+        if _phase(pod) not in TERMINAL:
+            pod = await self._set_terminated(pod, _exit_code(pod))
+            if uid in self.pods:
+                self.pods[uid] = pod
+        if pod["metadata"].get("deletionGracePeriodSeconds") == 0:
+            return  # already confirmed; only finalizers keep it
         try:
             await self.client.request(
-                "DELETE", resource_path("", "v1", "pods", pod["metadata"].get("namespace"), pod["metadata"]["name"]),
+                "DELETE", resource_path("", "v1", "pods", m.get("namespace"), m["name"]),
                 {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
                  "preconditions": {"uid": uid}})
         except APIStatusError as e:
             if e.code not in (404, 409):
                 raise
         self.running.discard(uid)
-        self.pods.pop(uid, None)
 
     # --- status and events -------------------------------------------------------------------------------------
 
@@ -486,25 +502,35 @@ class PodManager:
             content_type="application/strategic-merge-patch+json")
 
     async def _set_terminated(self, pod: Obj, exit_code: int) -> Obj:
+        """Post the terminal phase: Succeeded when every container exited 0, else Failed (upstream's getPhase
+        for a terminal pod). Containers that never started (a pod deleted while Pending) get upstream's
+        ContainerStatusUnknown/137 and the pod fails."""
         now = now_time()
         status = pod.get("status") or {}
+        ran = _phase(pod) == "Running"
         previous = {c.get("name"): c for c in status.get("containerStatuses") or []}
         containers = []
         for c in (pod.get("spec") or {}).get("containers") or []:
             prev = previous.get(c["name"]) or {}
             started = ((prev.get("state") or {}).get("running") or {}).get("startedAt") or status.get("startTime")
-            cid = prev.get("containerID") or f"dramock://{uuid.uuid4().hex}"
+            if ran:
+                cid = prev.get("containerID") or f"dramock://{uuid.uuid4().hex}"
+                terminated = {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error",
+                              "startedAt": started, "finishedAt": now, "containerID": cid}
+            else:
+                cid = ""
+                terminated = {"exitCode": 137, "reason": "ContainerStatusUnknown",
+                              "message": "The container could not be located when the pod was terminated",
+                              "startedAt": None, "finishedAt": None}
             containers.append({"name": c["name"], "image": c.get("image", ""), "imageID": "", "containerID": cid,
                                "ready": False, "started": False, "restartCount": 0,
-                               "state": {"terminated": {"exitCode": exit_code,
-                                                        "reason": "Completed" if exit_code == 0 else "Error",
-                                                        "startedAt": started, "finishedAt": now,
-                                                        "containerID": cid}}})
+                               "state": {"terminated": terminated}})
         conditions = {c.get("type"): c for c in status.get("conditions") or []}
         for t in ("PodReadyToStartContainers", "ContainersReady", "Ready"):
             conditions[t] = {"type": t, "status": "False", "lastProbeTime": None, "lastTransitionTime": now,
                              **({"reason": "PodCompleted"} if t != "PodReadyToStartContainers" else {})}
-        body = {"status": {"phase": "Succeeded" if exit_code == 0 else "Failed",
+        succeeded = ran and exit_code == 0
+        body = {"status": {"phase": "Succeeded" if succeeded else "Failed",
                            "conditions": list(conditions.values()), "containerStatuses": containers}}
         m = pod["metadata"]
         return await self.client.request(
