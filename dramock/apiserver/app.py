@@ -270,7 +270,11 @@ class APIServer:
                 raise errors.request_entity_too_large(codec.MAX_BODY)
         content_type = request.headers.get("Content-Type", "")
         verb = route.verb
-        if verb == "get":
+        if call.subresource == "scale":
+            from dramock.apiserver import scale
+
+            result = scale.handle(self.rest, call, verb, body, content_type)
+        elif verb == "get":
             result = self.rest.get(call)
         elif verb == "list":
             result = self.rest.list(call)

@@ -55,6 +55,7 @@ _SUBRESOURCES: dict[str, tuple[tuple[str, ...], tuple[str, str, str] | None]] = 
     "status": (("get", "patch", "update"), None),
     "finalize": (("update",), None),
     "binding": (("create",), ("", "v1", "Binding")),
+    "scale": (("get", "patch", "update"), ("autoscaling", "v1", "Scale")),
 }
 
 # Resources whose REST storage does not implement every standard verb.

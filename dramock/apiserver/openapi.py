@@ -417,6 +417,18 @@ def _kind_paths(k: Kind) -> list[tuple[str, list[str], list[str], list[Obj]]]:
                     f"replace{prefix}{ns}{k.kind}{sub_camel}", k, query=_WRITE_PARAMS, body=obj,
                     responses=(("200", obj), ("201", obj))),
             ]))
+        elif sub == "scale":
+            scale = "io.k8s.api.autoscaling.v1.Scale"
+            gvk = ("autoscaling", "v1", "Scale")
+            out.append((path, item_params, [], [
+                _op("get", "get", f"read scale of the specified {k.kind}", f"read{prefix}{ns}{k.kind}Scale",
+                    None, responses=(("200", scale),), gvk=gvk),
+                _op("patch", "patch", f"partially update scale of the specified {k.kind}",
+                    f"patch{prefix}{ns}{k.kind}Scale", None, query=_PATCH_PARAMS, body=META + "Patch",
+                    body_media=PATCH_CONTENT_TYPES, responses=(("200", scale), ("201", scale)), gvk=gvk),
+                _op("put", "put", f"replace scale of the specified {k.kind}", f"replace{prefix}{ns}{k.kind}Scale",
+                    None, query=_WRITE_PARAMS, body=scale, responses=(("200", scale), ("201", scale)), gvk=gvk),
+            ]))
         elif sub == "binding":
             binding = "io.k8s.api.core.v1.Binding"
             out.append((path, item_params, [], [

@@ -172,6 +172,19 @@ KINDS: tuple[Kind, ...] = (
     Kind("events.k8s.io", "v1", "Event", "events", True, short_names=("ev",),
          selectable_fields=_EVENTS_V1_FIELDS),
     Kind("coordination.k8s.io", "v1", "Lease", "leases", True),
+    # Workloads (apps/v1, batch/v1), run by the controller manager's workload controllers.
+    Kind("apps", "v1", "Deployment", "deployments", True, short_names=("deploy",), categories=("all",),
+         subresources=("status", "scale"), tracks_generation=True),
+    Kind("apps", "v1", "ReplicaSet", "replicasets", True, short_names=("rs",), categories=("all",),
+         subresources=("status", "scale"), tracks_generation=True),
+    Kind("apps", "v1", "DaemonSet", "daemonsets", True, short_names=("ds",), categories=("all",),
+         subresources=("status",), tracks_generation=True),
+    Kind("apps", "v1", "StatefulSet", "statefulsets", True, short_names=("sts",), categories=("all",),
+         subresources=("status", "scale"), tracks_generation=True),
+    Kind("apps", "v1", "ControllerRevision", "controllerrevisions", True),
+    Kind("batch", "v1", "Job", "jobs", True, categories=("all",), subresources=("status",),
+         selectable_fields={"status.successful": _get("status", "succeeded", default="0")},
+         tracks_generation=True),
 )
 
 # Versions served only when --runtime-config enables them (upstream 1.37 serves resource.k8s.io/v1 alone by
