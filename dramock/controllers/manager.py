@@ -13,6 +13,7 @@ from dramock.controllers.namespace import NamespaceController
 from dramock.controllers.podgc import GC_INTERVAL, QUARANTINE, PodGC
 from dramock.controllers.quota import QuotaController
 from dramock.controllers.resourceclaim import ResourceClaimController, register_metrics
+from dramock.controllers.workloads.controllers import WorkloadControllers
 
 log = logging.getLogger("dramock.controllers.manager")
 
@@ -21,6 +22,7 @@ class ControllerManager:
     def __init__(self, client: Client, pod_gc_interval: float = GC_INTERVAL, pod_gc_quarantine: float = QUARANTINE):
         self.client = client
         self.podgc = PodGC(client, pod_gc_interval, pod_gc_quarantine)
+        self.workloads = WorkloadControllers(client)
         self.namespace = NamespaceController(client)
         self.quota = QuotaController(client)
         self.resourceclaim = ResourceClaimController(client)
@@ -30,7 +32,7 @@ class ControllerManager:
     async def run(self, stop: asyncio.Event) -> None:
         tasks = [asyncio.create_task(c.run(stop), name=type(c).__name__)
                  for c in (self.namespace, self.quota, self.resourceclaim, self.garbagecollector,
-                           self.podgc)]
+                           self.podgc, self.workloads)]
         try:
             await stop.wait()
         finally:
