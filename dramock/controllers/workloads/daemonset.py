@@ -53,10 +53,12 @@ def _expr_matches(expr: Obj, value: str | None) -> bool:
     return False
 
 
-def should_run(template_spec: Obj, node: Obj) -> bool:
+def should_run(template_spec: Obj, node: Obj) -> tuple[bool, bool]:
+    """(should run, should continue running), as upstream's NodeShouldRunDaemonPod: an untolerated NoSchedule
+    taint keeps new pods off the node but leaves a running one; NoExecute removes it."""
     labels = node["metadata"].get("labels") or {}
     if any(labels.get(k) != v for k, v in (template_spec.get("nodeSelector") or {}).items()):
-        return False
+        return False, False
     required = (((template_spec.get("affinity") or {}).get("nodeAffinity") or {})
                 .get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms")
     if required and not any(
@@ -64,10 +66,11 @@ def should_run(template_spec: Obj, node: Obj) -> bool:
             and all(_expr_matches(e, node["metadata"]["name"] if e.get("key") == "metadata.name" else None)
                     for e in term.get("matchFields") or [])
             for term in required):
-        return False
+        return False, False
     tolerations = (template_spec.get("tolerations") or []) + DEFAULT_TOLERATIONS
-    return all(tolerates(tolerations, t) for t in (node.get("spec") or {}).get("taints") or []
-               if t.get("effect") in ("NoSchedule", "NoExecute"))
+    taints = (node.get("spec") or {}).get("taints") or []
+    keep = all(tolerates(tolerations, t) for t in taints if t.get("effect") == "NoExecute")
+    return keep and all(tolerates(tolerations, t) for t in taints if t.get("effect") == "NoSchedule"), keep
 
 
 def pinned_spec(template_spec: Obj, node_name: str) -> Obj:
@@ -116,9 +119,10 @@ class DaemonSetController(WorkloadController):
         by_node: dict[str, list[Obj]] = {}
         for p in pods:
             by_node.setdefault(pod_node(p) or "", []).append(p)
-        wanted = {n["metadata"]["name"] for n in self.nodes.list() if should_run(template.get("spec") or {}, n)}
+        verdicts = {n["metadata"]["name"]: should_run(template.get("spec") or {}, n) for n in self.nodes.list()}
+        wanted = {n for n, (run, keep) in verdicts.items() if run or (keep and by_node.get(n))}
         for node in sorted(wanted):
-            if by_node.get(node):
+            if by_node.get(node) or not verdicts[node][0]:
                 continue
             pod = self.pod_from_template(ds, template, labels={revisions.HASH_LABEL: h})
             pod["spec"] = pinned_spec(template.get("spec") or {}, node)
