@@ -60,6 +60,8 @@ def _add_server_flags(p: argparse.ArgumentParser) -> None:
                    help="how often old revisions are compacted (default 300s, as kube-apiserver)")
     p.add_argument("--watch-bookmark-interval", type=float, default=10.0, metavar="SECONDS",
                    help="how often watches that allow bookmarks get one")
+    p.add_argument("--service-cluster-ip-range", default="10.96.0.0/12", metavar="CIDR",
+                   help="the range Services' ClusterIPs are allocated from (default 10.96.0.0/12, as kube-apiserver)")
     p.add_argument("-v", "--v", type=int, default=0, dest="verbosity",
                    help="log verbosity; 4 or more logs every request")
 
@@ -164,9 +166,17 @@ def _run_server(args: argparse.Namespace) -> int:
     except registry.RuntimeConfigError as e:
         print(f"dramock: invalid argument for --runtime-config: {e}", file=sys.stderr)
         return 2
+    import ipaddress
+
+    try:
+        ipaddress.ip_network(args.service_cluster_ip_range, strict=False)
+    except ValueError as e:
+        print(f"dramock: invalid argument for --service-cluster-ip-range: {e}", file=sys.stderr)
+        return 2
     config = ServerConfig(data_dir=args.data_dir, database_url=args.database_url, feature_gates=gates,
                           compaction_interval=args.etcd_compaction_interval,
-                          bookmark_interval=args.watch_bookmark_interval)
+                          bookmark_interval=args.watch_bookmark_interval,
+                          service_cluster_ip_range=args.service_cluster_ip_range)
     server = APIServer(config)
     url = _server_url(args.bind_address, args.port)
     if args.command == "serve":

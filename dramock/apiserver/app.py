@@ -44,6 +44,7 @@ class ServerConfig:
     # Like kube-apiserver's --etcd-compaction-interval: history older than one interval is compacted.
     compaction_interval: float = 300.0
     bookmark_interval: float = 10.0
+    service_cluster_ip_range: str = "10.96.0.0/12"  # --service-cluster-ip-range
 
     @property
     def url(self) -> str:
@@ -93,7 +94,7 @@ class APIServer:
         self.config = config
         self.store = RevisionLog(config.url, stamp_resource_version)
         strategies.configure(FeatureGates(config.feature_gates), self._namespace_labels)
-        self.admission = Admission(self.store)
+        self.admission = Admission(self.store, config.service_cluster_ip_range)
         self.rest = Rest(self.store, self.admission)
         self.metrics = Metrics()
         self.watch = WatchHandler(self.store, config.bookmark_interval, self.metrics.on_watchers)
@@ -117,6 +118,7 @@ class APIServer:
 
     async def _on_startup(self, _app: web.Application) -> None:
         self._seed_namespaces()
+        self._seed_kubernetes_service()
         self._compactor = asyncio.create_task(self._compact_loop())
         self.health.started = True
 
@@ -136,6 +138,21 @@ class APIServer:
             if self.store.get("namespaces", ns) is None:
                 call = Call(kind, None, None, "", _EMPTY_QUERY, user_agent="kube-apiserver")
                 self.rest.create_object(call, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+
+    def _seed_kubernetes_service(self) -> None:
+        """The `kubernetes` Service in `default` on the range's first address (upstream's bootstrap controller),
+        which `kubectl cluster-info` and in-cluster clients look for."""
+        kind = registry.lookup("", "v1", "services")
+        assert kind is not None
+        if self.store.get(kind.storage_bucket, "default/kubernetes") is not None:
+            return
+        call = Call(kind, "default", None, "", _EMPTY_QUERY, user_agent="kube-apiserver")
+        self.rest.create_object(call, {
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "kubernetes", "namespace": "default",
+                         "labels": {"component": "apiserver", "provider": "kubernetes"}},
+            "spec": {"type": "ClusterIP", "clusterIP": self.admission.service_ips.kubernetes_ip,
+                     "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}]}})
 
     async def _compact_loop(self) -> None:
         # Like the etcd compactor: every interval, compact to the revision seen one interval earlier.
@@ -295,6 +312,10 @@ class APIServer:
     def _create(self, call: Call, body: bytes, content_type: str) -> Result:
         if call.subresource == "binding":
             return self._bind(call, body, content_type)
+        from dramock.apiserver import reviews
+
+        if reviews.is_review(call.kind):
+            return reviews.review(call, body, content_type)
         return self.rest.create(call, body, content_type)
 
     def _bind(self, call: Call, body: bytes, content_type: str) -> Result:

@@ -1,4 +1,4 @@
-"""Table columns and rows of the workload kinds, as upstream's printers.go prints them."""
+"""Table columns and rows of the workload kinds and Services, as upstream's printers.go prints them."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 Obj = dict[str, Any]
 _APPS = "io.k8s.api.apps.v1."
+_CORE = "io.k8s.api.core.v1."
 
 
 def columns(col, name_col, age_col, doc) -> dict[str, list[Obj]]:
@@ -48,6 +49,15 @@ def columns(col, name_col, age_col, doc) -> dict[str, list[Obj]]:
             col("Controller", "string", "Controller of the object"),
             col("Revision", "string", doc(_APPS + "ControllerRevision", "revision")),
             age_col(),
+        ],
+        "Service": [
+            name_col(),
+            col("Type", "string", doc(_CORE + "ServiceSpec", "type")),
+            col("Cluster-IP", "string", doc(_CORE + "ServiceSpec", "clusterIP")),
+            col("External-IP", "string", doc(_CORE + "ServiceSpec", "externalIPs")),
+            col("Port(s)", "string", doc(_CORE + "ServiceSpec", "ports")),
+            age_col(),
+            col("Selector", "string", doc(_CORE + "ServiceSpec", "selector"), priority=1),
         ],
         "Job": [
             name_col(),
@@ -126,5 +136,21 @@ def printers(name, age, human_duration, parse_time) -> dict[str, Any]:
         duration = human_duration(((end or now) - start).total_seconds()) if start else ""
         return [name(o), _job_status(o), done, duration, age(o, now), *_template_cells(o), _selector(o)]
 
-    return {"Deployment": deployment, "ReplicaSet": replica_set, "DaemonSet": daemon_set,
+    def service(o: Obj, now: datetime) -> list:
+        spec = o.get("spec") or {}
+        typ = spec.get("type", "ClusterIP")
+        ingress = ((o.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+        external = ",".join(spec.get("externalIPs") or []) or "<none>"
+        if typ == "ExternalName":
+            external = spec.get("externalName", "")
+        elif typ == "LoadBalancer":
+            lb = [i.get("ip") or i.get("hostname") for i in ingress]
+            external = ",".join([*lb, *(spec.get("externalIPs") or [])]) or "<pending>"
+        ports = ",".join(f"{p.get('port')}:{p['nodePort']}/{p.get('protocol', 'TCP')}" if p.get("nodePort")
+                         else f"{p.get('port')}/{p.get('protocol', 'TCP')}" for p in spec.get("ports") or [])
+        selector = ",".join(f"{k}={v}" for k, v in sorted((spec.get("selector") or {}).items())) or "<none>"
+        return [name(o), typ, spec.get("clusterIP") or "<none>", external, ports or "<none>", age(o, now),
+                selector]
+
+    return {"Service": service, "Deployment": deployment, "ReplicaSet": replica_set, "DaemonSet": daemon_set,
             "StatefulSet": stateful_set, "ControllerRevision": controller_revision, "Job": job}
