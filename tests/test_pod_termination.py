@@ -224,3 +224,42 @@ def test_pods_on_a_long_notready_node_are_evicted(podgc):
     pod = wait_for(lambda: (p := _get(s, "/api/v1/namespaces/default/pods/default-toleration"))
                    and p["metadata"].get("deletionGracePeriodSeconds") == 0 and p, 10, what="force-deleted")
     assert pod["status"]["phase"] == "Failed"
+
+
+def test_kubectl_logs_show_devices_and_phase_changes(cluster):
+    import subprocess
+
+    from tests.conftest import KUBECTL
+
+    s = cluster
+    s.request("POST", "/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates", _template("log-t"))
+    pod = _pod("logged", "log-t")
+    pod["spec"]["containers"][0]["env"] = [{"name": "MODE", "value": "train"}]
+    assert s.request("POST", "/api/v1/namespaces/default/pods", pod)[0] == 201
+    _running(s, "logged")
+    [claim] = wait_for(lambda: _claims_of(s, "logged"), what="the generated claim")
+    device = claim["status"]["allocation"]["devices"]["results"][0]["device"]
+    out = s.kubectl("logs", "logged").stdout.splitlines()
+    assert "dramock: phase Running" in out
+    assert f"dramock: CDI devices: gpu.example.com/gpu={device}" in out
+    assert f"dramock: env GPU_DEVICE_{device.split('-')[1]}={device}" in out  # from the driver's CDI spec
+    assert "dramock: env MODE=train" in out
+    assert s.kubectl("logs", "logged", "--tail=1").stdout.splitlines() == [out[-1]]
+    # Upstream's messages for a wrong container and for the subresources that need a process.
+    bad = s.kubectl("logs", "logged", "-c", "nope", check=False)
+    assert bad.returncode != 0 and "container nope is not valid for pod logged" in bad.stderr
+    ex = s.kubectl("exec", "logged", "--", "nvidia-smi", check=False)
+    assert ex.returncode != 0 and "dramock runs no containers" in ex.stderr
+
+    follow = subprocess.Popen([KUBECTL, "--kubeconfig", s.kubeconfig, "logs", "-f", "logged"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = follow.stdout.readline()  # following: what was there is sent at once
+        assert first.startswith("dramock: container c of pod default/logged started")
+        assert s.request("DELETE", "/api/v1/namespaces/default/pods/logged")[0] == 200
+        stdout, _ = follow.communicate(timeout=30)  # ends when the container does
+    finally:
+        if follow.poll() is None:
+            follow.kill()
+            follow.wait()
+    assert stdout.splitlines()[-1] == "dramock: terminated on deletion (SIGTERM): exit code 0, phase Succeeded"

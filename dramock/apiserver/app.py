@@ -275,6 +275,12 @@ class APIServer:
                     user_agent=request.headers.get("User-Agent", ""), verb=route.verb)
         if kind.group == versions.GROUP and (deprecated := versions.deprecation_warning(kind.version, kind.kind)):
             call.warnings.append(deprecated)
+        if call.subresource in ("log", "exec", "attach", "portforward"):
+            from dramock.apiserver import podlog
+
+            if call.subresource != "log":
+                raise podlog.no_containers(call)
+            return await podlog.serve_log(request, self.rest, call)
         accept = codec.negotiate(request.headers.get("Accept"))
         if route.verb == "watch":
             return await self.watch.serve(request, call, accept, self._table_for_watch(call))
@@ -417,6 +423,10 @@ class APIServer:
                     "DELETE": "deletecollection"}.get(method)
         elif sub == "binding":
             verb = "create" if method == "POST" else None
+        elif sub in ("exec", "attach", "portforward"):
+            verb = {"GET": "get", "POST": "create"}.get(method)
+        elif sub == "log":
+            verb = "get" if method == "GET" else None
         else:
             verb = {"GET": "watch" if params.query_bool(query.get("watch")) else "get", "PUT": "update",
                     "PATCH": "patch", "DELETE": "delete"}.get(method)

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 from dataclasses import dataclass, field
 
 from dramock.client.informer import cancel_all
 from dramock.client.rest import APIStatusError, Client, resource_path, server_from_kubeconfig
 from dramock.kubelet import sockets
+from dramock.kubelet.logs import ContainerLogs, KubeletServer
 from dramock.kubelet.node import NodeConfig, NodeLease, register_node
 from dramock.kubelet.plugins import DRAPluginClient, PluginRegistry, PluginWatcher
 
@@ -34,11 +36,16 @@ class KubeletConfig:
     # Retry backoff of failed NodePrepareResources/NodeUnprepareResources calls: initial delay, doubling to max.
     prepare_backoff_initial: float = 0.5
     prepare_backoff_max: float = 30.0
+    # The kubelet's HTTP endpoint (container logs) on the node address; 0 = any free port (many nodes, one host).
+    port: int = 0
+    # Where CDI spec files are read to tell a container its edits (default: <root>/cdi, the example driver's).
+    cdi_dirs: list[str] = field(default_factory=list)
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.registry_dir = self.registry_dir or sockets.registry_dir(self.root_dir)
         self.plugins_dir = self.plugins_dir or sockets.plugins_dir(self.root_dir)
+        self.cdi_dirs = self.cdi_dirs or [os.path.join(self.root_dir, "cdi")]
 
 
 class Kubelet:
@@ -51,12 +58,14 @@ class Kubelet:
         self.watcher = PluginWatcher(cfg.registry_dir, cfg.plugins_dir, self.plugins,
                                      on_registered=self._on_registered, on_unregistered=self._on_unregistered,
                                      poll_interval=cfg.plugin_poll_interval)
+        self.logs = ContainerLogs()
+        self.server = KubeletServer(self.logs, cfg.node.address, cfg.port)
         self.pods = None
         if cfg.manage_pods:
             from dramock.kubelet.pods import PodManager
 
             self.pods = PodManager(client, self.node_name, self.plugins, backoff_initial=cfg.prepare_backoff_initial,
-                                   backoff_max=cfg.prepare_backoff_max)
+                                   backoff_max=cfg.prepare_backoff_max, logs=self.logs, cdi_dirs=cfg.cdi_dirs)
 
     async def delete_slices(self, driver: str | None = None) -> None:
         """DeleteCollection of this node's ResourceSlices (all drivers, or one)."""
@@ -75,6 +84,13 @@ class Kubelet:
             log.warning("deleting ResourceSlices of driver %s: %s", driver, e)
 
     async def run(self, stop: asyncio.Event) -> None:
+        self.cfg.node.kubelet_port = await self.server.start()
+        try:
+            await self._run(stop)
+        finally:
+            await self.server.stop()
+
+    async def _run(self, stop: asyncio.Event) -> None:
         await register_node(self.client, self.cfg.node)
         # On start, no driver is registered yet: whatever slices this node has are stale (KEP-4381).
         await self.delete_slices()

@@ -32,6 +32,7 @@ from typing import Any
 
 from dramock.client.informer import cancel_all, list_and_watch
 from dramock.client.rest import APIStatusError, Client, resource_path
+from dramock.kubelet.logs import ContainerLogs, cdi_edits
 from dramock.kubelet.node import now_time
 from dramock.kubelet.plugins import PluginError, PluginRegistry
 
@@ -124,8 +125,11 @@ def _drivers_of(claim: Obj) -> list[str]:
 
 class PodManager:
     def __init__(self, client: Client, node_name: str, plugins: PluginRegistry,
-                 backoff_initial: float = BACKOFF_INITIAL, backoff_max: float = BACKOFF_MAX):
+                 backoff_initial: float = BACKOFF_INITIAL, backoff_max: float = BACKOFF_MAX,
+                 logs: ContainerLogs | None = None, cdi_dirs: list[str] | None = None):
         self.client = client
+        self.logs = logs if logs is not None else ContainerLogs()
+        self.cdi_dirs = cdi_dirs or []
         self.node_name = node_name
         self.plugins = plugins
         self.backoff_initial, self.backoff_max = backoff_initial, backoff_max
@@ -156,6 +160,7 @@ class PodManager:
                 s.discard(uid)
             for d in (self._started, self._events):
                 d.pop(uid, None)
+            self.logs.forget(pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
             if uid not in self._orphans:
                 self._retry.pop(uid, None)
         else:
@@ -357,6 +362,35 @@ class PodManager:
             if ids:
                 await self._event(pod, EVENT_PREPARED, f'container "{container["name"]}": CDI devices '
                                   + ", ".join(ids), type_="Normal")
+            self._log_start(pod, container, ids)
+
+    def _log_start(self, pod: Obj, container: Obj, ids: list[str]) -> None:
+        """The container's view at start: its CDI devices and the edits their CDI specs give it."""
+        m = pod["metadata"]
+        ns, name = m.get("namespace", ""), m["name"]
+        lines = [f"dramock: container {container['name']} of pod {ns}/{name} started on node {self.node_name} "
+                 "(no process runs: these lines are what it would see)",
+                 f"dramock: image {container.get('image', '')}",
+                 "dramock: phase Running"]
+        lines.append("dramock: CDI devices: " + (", ".join(ids) if ids else "(none)"))
+        edits = cdi_edits(self.cdi_dirs, ids) if ids else {"env": [], "mounts": [], "deviceNodes": []}
+        lines += [f"dramock: env {e}" for e in edits["env"]]
+        lines += [f"dramock: env {e['name']}={e.get('value', '')}" for e in container.get("env") or []
+                  if "value" in e]
+        lines += [f"dramock: mount {mt.get('hostPath', '')} -> {mt.get('containerPath', '')}"
+                  for mt in edits["mounts"]]
+        lines += [f"dramock: device node {dn.get('path', '')}" for dn in edits["deviceNodes"]]
+        self.logs.write(ns, name, container["name"], "\n".join(lines))
+
+    def _log_end(self, pod: Obj, exit_code: int, why: str) -> None:
+        m = pod["metadata"]
+        ns = m.get("namespace", "")
+        phase = "Succeeded" if exit_code == 0 and _phase(pod) == "Running" else "Failed"
+        for c in (pod.get("spec") or {}).get("containers") or []:
+            if self.logs.get(ns, m["name"], c["name"]) is None:
+                continue
+            self.logs.write(ns, m["name"], c["name"], f"dramock: {why}: exit code {exit_code}, phase {phase}")
+            self.logs.finish(ns, m["name"], c["name"])
 
     # --- completion ------------------------------------------------------------------------------------------------
 
@@ -377,6 +411,7 @@ class PodManager:
         due = self._completion_due(pod)
         if due is None or time.time() < due:
             return
+        self._log_end(pod, _exit_code(pod), "completed")
         updated = await self._set_terminated(pod, _exit_code(pod))
         m = pod["metadata"]
         log.info("pod %s/%s %s (%s)", m.get("namespace"), m["name"], _phase(updated), COMPLETE_AFTER_ANNOTATION)
@@ -467,6 +502,7 @@ class PodManager:
             await self._release(pod)  # the pod stays Terminating until this succeeds
             self.released.add(uid)
         if _phase(pod) not in TERMINAL:
+            self._log_end(pod, _exit_code(pod), "terminated on deletion (SIGTERM)")
             pod = await self._set_terminated(pod, _exit_code(pod))
             if uid in self.pods:
                 self.pods[uid] = pod

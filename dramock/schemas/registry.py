@@ -149,7 +149,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("", "v1", "Node", "nodes", False, short_names=("no",), subresources=("status",),
          selectable_fields={"spec.unschedulable": _get("spec", "unschedulable", default="false")}),
     Kind("", "v1", "Pod", "pods", True, short_names=("po",), categories=("all",),
-         subresources=("status", "binding"),
+         subresources=("status", "binding", "log", "exec", "attach", "portforward"),
          selectable_fields={
              "spec.nodeName": _get("spec", "nodeName"),
              "spec.restartPolicy": _get("spec", "restartPolicy"),
