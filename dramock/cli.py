@@ -17,13 +17,16 @@ DEFAULT_BIND = "127.0.0.1"
 
 
 def kubeconfig_text(server: str) -> str:
-    """A kubeconfig for a dramock server: no credentials (dramock has no authentication)."""
+    """A kubeconfig for a dramock server: no credentials (dramock has no authentication). For a plain http://
+    server, `insecure-skip-tls-verify: true` too: @kubernetes/client-node 1.x refuses http:// without it (there
+    is no TLS to verify, so every other client reads it as a no-op)."""
+    insecure = "\n    insecure-skip-tls-verify: true" if server.startswith("http://") else ""
     return f"""apiVersion: v1
 kind: Config
 clusters:
 - name: dramock
   cluster:
-    server: {server}
+    server: {server}{insecure}
 contexts:
 - name: dramock
   context:

@@ -191,7 +191,7 @@ class APIServer:
         return resp
 
     def _status_response(self, e: errors.APIError) -> web.Response:
-        return web.Response(status=e.code, text=codec.dumps(e.status()), content_type="application/json")
+        return _json(e.status(), status=e.code)
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"
@@ -389,10 +389,11 @@ class APIServer:
         elif not accept.yaml and result.encoded is not None:
             text = result.encoded
         if accept.yaml:
-            resp = web.Response(status=result.code, text=codec.to_yaml(body), content_type="application/yaml")
+            resp = web.Response(status=result.code, body=codec.to_yaml(body).encode(),
+                                headers={"Content-Type": "application/yaml"})
         else:
-            resp = web.Response(status=result.code, text=text if text is not None else codec.dumps(body),
-                                content_type="application/json")
+            resp = web.Response(status=result.code, body=(text if text is not None else codec.dumps(body)).encode(),
+                                headers={"Content-Type": "application/json"})
         for w in call.warnings:
             resp.headers.add("Warning", f'299 - "{_escape_warning(w)}"')
         return resp
@@ -464,8 +465,9 @@ def _escape_warning(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def _json(obj: Obj, vary: bool = False) -> web.Response:
-    resp = web.Response(text=codec.dumps(obj), content_type="application/json")
+def _json(obj: Obj, vary: bool = False, status: int = 200) -> web.Response:
+    # Exactly `application/json`, without aiohttp's charset parameter: clients such as lightkube compare it.
+    resp = web.Response(status=status, body=codec.dumps(obj).encode(), headers={"Content-Type": "application/json"})
     if vary:
         resp.headers["Vary"] = "Accept"
     return resp
