@@ -353,6 +353,8 @@ def test_every_served_kind_has_a_v3_patch_operation():
     for g, v in registry.GROUP_VERSIONS:
         paths = openapi.v3_document(openapi.v3_path_of(g, v))["paths"]
         for k in registry.kinds_in(g, v):
+            if "patch" not in k.verbs:  # the create-only self reviews
+                continue
             gvk = {"group": k.group, "kind": k.kind, "version": k.version}
             patches = [item["patch"] for item in paths.values()
                        if "patch" in item and item["patch"]["x-kubernetes-group-version-kind"] == gvk]

@@ -464,6 +464,24 @@ def _kind_paths(k: Kind) -> list[tuple[str, list[str], list[str], list[Obj]]]:
                 "with a list operation instead.", f"watch{prefix}{k.kind}ListForAllNamespaces", k,
                 responses=(("200", watch_event),), media=_WATCH_MEDIA),
         ]))
+    return _served_operations(k, out)
+
+
+# Operation action -> the verb a kind must serve for it (subresource operations are kept as they are).
+_ACTION_VERBS = {"deletecollection": "deletecollection", "list": "list", "post": "create", "delete": "delete",
+                 "get": "get", "patch": "patch", "put": "update", "watch": "watch", "watchlist": "watch"}
+
+
+def _served_operations(k: Kind, paths: list[tuple[str, list[str], list[str], list[Obj]]]) -> list:
+    """Only the operations of the kind's verbs (e.g. create alone for the self reviews)."""
+    if set(k.verbs) >= set(_ACTION_VERBS.values()):
+        return paths
+    out = []
+    for path, params, query, ops in paths:
+        is_sub = path.count("{name}/") > 0
+        kept = [op for op in ops if is_sub or _ACTION_VERBS.get(op["action"], op["action"]) in k.verbs]
+        if kept:
+            out.append((path, params, query, kept))
     return out
 
 

@@ -115,7 +115,11 @@ class DaemonSetController(WorkloadController):
         rev, _ = await revisions.current_revision(self.client, ds, "DaemonSet",
                                                   int(spec.get("revisionHistoryLimit", 10)))
         h = revisions.hash_of(rev)
-        pods = [p for p in await self.owned_pods(ds) if is_active(p)]
+        owned = await self.owned_pods(ds)
+        for p in owned:  # a failed daemon pod is deleted and replaced, as upstream does
+            if (p.get("status") or {}).get("phase") == "Failed" and not p["metadata"].get("deletionTimestamp"):
+                await self.delete_pod(p)
+        pods = [p for p in owned if is_active(p)]
         by_node: dict[str, list[Obj]] = {}
         for p in pods:
             by_node.setdefault(pod_node(p) or "", []).append(p)
