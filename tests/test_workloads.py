@@ -175,3 +175,27 @@ def test_kubectl_get_all_lists_workloads(cluster: Server, ns: str):
     out = json.loads(cluster.kubectl("-n", ns, "get", "all", "-o", "json").stdout)
     kinds = sorted({i["kind"] for i in out["items"]})
     assert kinds == ["Deployment", "Pod", "ReplicaSet"]
+
+
+def test_deployment_progress_deadline(cluster: Server, ns: str):
+    d = deployment("stuck", replicas=1, progressDeadlineSeconds=1)
+    d["spec"]["template"]["spec"]["nodeSelector"] = {"zone": "nowhere"}  # never schedulable
+    assert cluster.request("POST", f"{APPS}/{ns}/deployments", d)[0] == 201
+    out = cluster.kubectl("-n", ns, "rollout", "status", "deployment/stuck", "--timeout=60s", check=False)
+    assert out.returncode != 0 and 'deployment "stuck" exceeded its progress deadline' in out.stderr
+    cond = conditions(get(cluster, f"{APPS}/{ns}/deployments/stuck"))["Progressing"]
+    assert (cond["status"], cond["reason"]) == ("False", "ProgressDeadlineExceeded")
+
+
+def test_job_suspend_and_ttl_after_finished(cluster: Server, ns: str):
+    body = job("later", {"dramock.io/complete-after-seconds": "0.2"}, suspend=True, ttlSecondsAfterFinished=1)
+    assert cluster.request("POST", f"{BATCH}/{ns}/jobs", body)[0] == 201
+    cond = wait_for(lambda: conditions(get(cluster, f"{BATCH}/{ns}/jobs/later")).get("Suspended"), 30,
+                    what="Suspended condition")
+    assert (cond["status"], cond["reason"]) == ("True", "JobSuspended") and not pods(cluster, ns)
+    cluster.request("PATCH", f"{BATCH}/{ns}/jobs/later", {"spec": {"suspend": False}},
+                    content_type="application/merge-patch+json")
+    cluster.kubectl("-n", ns, "wait", "--for=condition=Complete", "job/later", "--timeout=60s")
+    # ttlSecondsAfterFinished: the Job and its pods go a second later.
+    wait_for(lambda: cluster.request("GET", f"{BATCH}/{ns}/jobs/later")[0] == 404, 30, what="the Job expired")
+    wait_for(lambda: not pods(cluster, ns), 30, what="its pods collected")

@@ -93,8 +93,9 @@ def owner_reference(owner: Obj, api_version: str, kind: str) -> Obj:
 
 
 def set_condition(conditions: list[Obj], type_: str, status: str, reason: str, message: str,
-                  with_update_time: bool = False) -> list[Obj]:
-    """Replace or add a condition; lastTransitionTime moves only when the status changes."""
+                  with_update_time: bool = False, touch: bool = False) -> list[Obj]:
+    """Replace or add a condition; lastTransitionTime moves only when the status changes, lastUpdateTime (when
+    kept) also when the reason changes or `touch` says something happened."""
     now = now_time()
     out = []
     found = False
@@ -106,7 +107,7 @@ def set_condition(conditions: list[Obj], type_: str, status: str, reason: str, m
         new = dict(c, status=status, reason=reason, message=message)
         if c.get("status") != status:
             new["lastTransitionTime"] = now
-        if with_update_time and (c.get("status") != status or c.get("reason") != reason):
+        if with_update_time and (touch or c.get("status") != status or c.get("reason") != reason):
             new["lastUpdateTime"] = now
         out.append(new)
     if not found:

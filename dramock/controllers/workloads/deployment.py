@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 
 from dramock.client.informer import Informer
 from dramock.client.rest import APIStatusError, Client, resource_path
@@ -229,6 +230,21 @@ class DeploymentController(WorkloadController):
                 await self.client.request("DELETE", resource_path("apps", "v1", "replicasets", rm["namespace"],
                                                                   rm["name"]))
 
+    @staticmethod
+    def _past_deadline(d: Obj, conds: list[Obj]) -> bool:
+        """progressDeadlineSeconds passed since the rollout last made progress (upstream's
+        DeploymentTimedOut); a paused Deployment never times out."""
+        spec = d.get("spec") or {}
+        deadline = spec.get("progressDeadlineSeconds")
+        if deadline is None or spec.get("paused"):
+            return False
+        progressing = next((c for c in conds if c.get("type") == "Progressing"), None)
+        if progressing is None or progressing.get("reason") in ("NewReplicaSetAvailable",
+                                                                   "ProgressDeadlineExceeded"):
+            return False
+        since = parse_time(progressing.get("lastUpdateTime"))
+        return since is not None and time.time() - since > int(deadline)
+
     async def _status(self, d: Obj, new: Obj | None, all_rs: list[Obj], created: bool) -> None:
         spec = d.get("spec") or {}
         replicas = int(spec.get("replicas", 1))
@@ -246,6 +262,9 @@ class DeploymentController(WorkloadController):
             if not status[k]:
                 status.pop(k)
         conds = list(status.get("conditions") or [])
+        before = d.get("status") or {}
+        progressed = any(before.get(k) != status.get(k) for k in ("replicas", "updatedReplicas", "readyReplicas",
+                                                                   "availableReplicas"))
         if available >= replicas - unavailable:
             conds = set_condition(conds, "Available", "True", "MinimumReplicasAvailable",
                                   "Deployment has minimum availability.", with_update_time=True)
@@ -262,9 +281,12 @@ class DeploymentController(WorkloadController):
             elif created:
                 conds = set_condition(conds, "Progressing", "True", "NewReplicaSetCreated",
                                       f'Created new replica set "{name}"', with_update_time=True)
-            else:
+            elif progressed or not any(c.get("type") == "Progressing" for c in conds):
                 conds = set_condition(conds, "Progressing", "True", "ReplicaSetUpdated",
-                                      f'ReplicaSet "{name}" is progressing.', with_update_time=True)
+                                      f'ReplicaSet "{name}" is progressing.', with_update_time=True, touch=True)
+            elif self._past_deadline(d, conds):
+                conds = set_condition(conds, "Progressing", "False", "ProgressDeadlineExceeded",
+                                      f'ReplicaSet "{name}" has timed out progressing.', with_update_time=True)
         # Upstream lists Available before Progressing once both exist.
         status["conditions"] = sorted(conds, key=lambda c: {"Available": 0, "Progressing": 1}.get(c.get("type"), 2))
         await self.write_status(d, status)

@@ -7,8 +7,10 @@ it), with `dramock.io/exit-code`."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 
+from dramock.client.rest import APIStatusError
 from dramock.controllers.workloads.common import (
     Obj,
     WorkloadController,
@@ -62,7 +64,10 @@ class JobController(WorkloadController):
     group, version, kind, plural = "batch", "v1", "Job", "jobs"
 
     async def sync(self, job: Obj) -> None:
-        if job["metadata"].get("deletionTimestamp") or _finished(job):
+        if job["metadata"].get("deletionTimestamp"):
+            return
+        if _finished(job):
+            await self._expire(job)
             return
         spec, status = job.get("spec") or {}, dict(job.get("status") or {})
         pods = await self.owned_pods(job)
@@ -112,7 +117,14 @@ class JobController(WorkloadController):
                                  "Job completed" if final == "Complete" else target["message"],
                                  type_="Normal" if final == "Complete" else "Warning", component="job-controller")
             active = []
-        elif not spec.get("suspend"):
+        elif spec.get("suspend"):
+            for p in active:  # a suspended Job's running pods are terminated
+                await self.delete_pod(p)
+            active = []
+            conds = set_condition(conds, "Suspended", "True", "JobSuspended", "Job suspended")
+        else:
+            if any(c.get("type") == "Suspended" and c.get("status") == "True" for c in conds):
+                conds = set_condition(conds, "Suspended", "False", "JobResumed", "Job resumed")
             active = await self._start_pods(job, active, done_indexes, succeeded, parallelism, completions, indexed)
         status.update({"active": len(active), "ready": sum(1 for p in active if is_ready(p)),
                        "succeeded": succeeded, "failed": failed, "terminating": len(terminating),
@@ -121,6 +133,24 @@ class JobController(WorkloadController):
             status["completedIndexes"] = _ranges(done_indexes)
         await self.write_status(job, {k: v for k, v in status.items()
                                       if v or k in ("ready", "terminating", "uncountedTerminatedPods")})
+
+    async def _expire(self, job: Obj) -> None:
+        """The TTL-after-finished controller: a finished Job with ttlSecondsAfterFinished goes (with its pods,
+        background propagation) that long after it finished."""
+        ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
+        if ttl is None:
+            return
+        finished = max((parse_time(c.get("lastTransitionTime")) or 0.0
+                        for c in (job.get("status") or {}).get("conditions") or []
+                        if c.get("type") in ("Complete", "Failed") and c.get("status") == "True"), default=0.0)
+        m = job["metadata"]
+        if time.time() - finished < int(ttl):
+            self.queue.add_after((m["namespace"], m["name"]), max(finished + int(ttl) - time.time(), 0.1))
+            return
+        with contextlib.suppress(APIStatusError):
+            await self.client.request("DELETE", self.path(m["namespace"], m["name"]),
+                                      {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background",
+                                       "preconditions": {"uid": m["uid"]}})
 
     async def _start_pods(self, job: Obj, active: list[Obj], done_indexes: set[int], succeeded: int,
                           parallelism: int, completions: int | None, indexed: bool) -> list[Obj]:
