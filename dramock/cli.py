@@ -91,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="how often the pod garbage collector runs (upstream: every 20s)")
     cm.add_argument("--pod-gc-quarantine", type=float, default=40.0, metavar="SECONDS",
                     help="how long a pod's Node must be gone before the pod is collected (upstream: 40s)")
+    cm.add_argument("--node-monitor-grace-period", type=float, default=50.0, metavar="SECONDS",
+                    help="how long a node's kubelet may go without renewing its Lease before the node is "
+                         "marked Unknown and tainted unreachable (as kube-controller-manager, default 50s)")
     sch = sub.add_parser("scheduler", help="run the scheduler (DRA structured parameters) against a running server")
     from dramock.scheduler.__main__ import add_scheduler_flags
 
@@ -119,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
 
         configure_logging(args.verbosity)
         return run_controller_manager(args.kubeconfig, f"dramock-controller-manager/{__version__}",
-                                      args.pod_gc_interval, args.pod_gc_quarantine)
+                                      args.pod_gc_interval, args.pod_gc_quarantine,
+                                      args.node_monitor_grace_period)
     if args.command == "scheduler":
         from dramock.scheduler.__main__ import run_from_args
 

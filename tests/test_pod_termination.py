@@ -157,10 +157,12 @@ def test_shorter_grace_period_moves_deletion_timestamp_back(server):
 
 @pytest.fixture
 def podgc(tmp_path):
-    """An API server and a controller manager whose pod GC runs every 0.3 s with a 1 s quarantine."""
+    """An API server and a controller manager whose pod GC runs every 0.3 s with a 1 s quarantine and whose
+    node lifecycle controller calls a kubelet gone after 2 s without a Lease renewal."""
     s = start_server(str(tmp_path))
     cm = spawn([sys.executable, "-m", "dramock", "controller-manager", "--kubeconfig", s.kubeconfig,
-                "--pod-gc-interval", "0.3", "--pod-gc-quarantine", "1"], str(tmp_path / "cm.log"))
+                "--pod-gc-interval", "0.3", "--pod-gc-quarantine", "1", "--node-monitor-grace-period", "2"],
+               str(tmp_path / "cm.log"))
     try:
         yield s
     finally:
@@ -168,9 +170,9 @@ def podgc(tmp_path):
         stop(s)
 
 
-def _node(s: Server, name: str, ready: str, since: str) -> None:
-    assert s.request("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}})[0] \
-        == 201
+def _node(s: Server, name: str, ready: str, since: str, taints: list[dict] = ()) -> None:
+    assert s.request("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+                                               "spec": {"taints": list(taints)}})[0] == 201
     node = _get(s, f"/api/v1/nodes/{name}")
     node["status"] = {"conditions": [{"type": "Ready", "status": ready, "reason": "KubeletNotReady",
                                       "lastHeartbeatTime": since, "lastTransitionTime": since}]}
@@ -178,10 +180,11 @@ def _node(s: Server, name: str, ready: str, since: str) -> None:
     assert code == 200, body
 
 
-def _bound_pod(s: Server, name: str, node: str, tolerate: int | None = None) -> None:
+def _bound_pod(s: Server, name: str, node: str, tolerate: int | None = None,
+               key: str = "node.kubernetes.io/not-ready") -> None:
     spec: dict = {"nodeName": node, "containers": [{"name": "c", "image": "pause"}]}
     if tolerate is not None:
-        spec["tolerations"] = [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+        spec["tolerations"] = [{"key": key, "operator": "Exists", "effect": "NoExecute",
                                 "tolerationSeconds": tolerate}]
     code, _, body = s.request("POST", "/api/v1/namespaces/default/pods", {
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "finalizers": [HOLD]}, "spec": spec})
@@ -206,7 +209,8 @@ def test_pod_gc_fails_and_deletes_pods_of_a_deleted_node(podgc):
 
 def test_pods_on_a_long_notready_node_are_evicted(podgc):
     s = podgc
-    _node(s, "sick", "False", "2020-01-01T00:00:00Z")
+    _node(s, "sick", "False", "2020-01-01T00:00:00Z", taints=[{
+        "key": "node.kubernetes.io/not-ready", "effect": "NoExecute", "timeAdded": "2020-01-01T00:00:00Z"}])
     _bound_pod(s, "default-toleration", "sick")  # DefaultTolerationSeconds: 300 s, long over
     _bound_pod(s, "patient", "sick", tolerate=10 ** 9)
     pod = wait_for(lambda: (p := _get(s, "/api/v1/namespaces/default/pods/default-toleration"))
@@ -218,8 +222,8 @@ def test_pods_on_a_long_notready_node_are_evicted(podgc):
 
     # Tainted out-of-service, the node's terminating pods are failed and force-deleted.
     node = _get(s, "/api/v1/nodes/sick")
-    node.setdefault("spec", {})["taints"] = [{"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown",
-                               "effect": "NoExecute"}]
+    node["spec"]["taints"].append({"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown",
+                                   "effect": "NoExecute"})
     assert s.request("PUT", "/api/v1/nodes/sick", node)[0] == 200
     pod = wait_for(lambda: (p := _get(s, "/api/v1/namespaces/default/pods/default-toleration"))
                    and p["metadata"].get("deletionGracePeriodSeconds") == 0 and p, 10, what="force-deleted")
@@ -263,3 +267,38 @@ def test_kubectl_logs_show_devices_and_phase_changes(cluster):
             follow.kill()
             follow.wait()
     assert stdout.splitlines()[-1] == "dramock: terminated on deletion (SIGTERM): exit code 0, phase Succeeded"
+
+
+def test_node_without_lease_renewals_becomes_unknown_and_tainted(podgc):
+    s = podgc
+    _node(s, "silent", "True", "2020-01-01T00:00:00Z")
+    code, _, body = s.request("POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", {
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "silent"},
+        "spec": {"holderIdentity": "silent", "leaseDurationSeconds": 40, "renewTime": "2020-01-01T00:00:00.000000Z"}})
+    assert code == 201, body
+    _bound_pod(s, "short", "silent", tolerate=1, key="node.kubernetes.io/unreachable")
+    _bound_pod(s, "long", "silent")  # DefaultTolerationSeconds: 300 s
+    node = wait_for(lambda: (n := _get(s, "/api/v1/nodes/silent")) and (n.get("spec") or {}).get("taints") and n,
+                    20, what="the unreachable taint")
+    ready = {c["type"]: c for c in node["status"]["conditions"]}["Ready"]
+    assert (ready["status"], ready["reason"], ready["message"]) == ("Unknown", "NodeStatusUnknown",
+                                                                    "Kubelet stopped posting node status.")
+    [taint] = node["spec"]["taints"]
+    assert (taint["key"], taint["effect"]) == ("node.kubernetes.io/unreachable", "NoExecute") and taint["timeAdded"]
+    pod = wait_for(lambda: (p := _get(s, "/api/v1/namespaces/default/pods/short"))
+                   and p["metadata"].get("deletionTimestamp") and p, 20, what="the short-tolerating pod evicted")
+    assert {c["type"]: c for c in pod["status"]["conditions"]}["DisruptionTarget"]["reason"] == \
+        "DeletionByTaintManager"
+    assert not _get(s, "/api/v1/namespaces/default/pods/long")["metadata"].get("deletionTimestamp")
+    # The kubelet is back (Lease renewed, Ready posted): the taint goes.
+    lease = _get(s, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/silent")
+    lease["spec"]["renewTime"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    assert s.request("PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/silent", lease)[0] == 200
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    node = _get(s, "/api/v1/nodes/silent")
+    node["status"]["conditions"] = [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                     "message": "kubelet is posting ready status",
+                                     "lastHeartbeatTime": stamp, "lastTransitionTime": stamp}]
+    assert s.request("PUT", "/api/v1/nodes/silent/status", node)[0] == 200
+    wait_for(lambda: not (_get(s, "/api/v1/nodes/silent").get("spec") or {}).get("taints"), 20,
+             what="the taint removed")

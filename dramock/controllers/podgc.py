@@ -1,5 +1,5 @@
 """Pod garbage collection (kube-controller-manager's `pod-garbage-collector`, pkg/controller/podgc) and the
-NoExecute eviction of pods on a node that stays NotReady (the taint eviction controller's effect).
+NoExecute taint eviction (the taint eviction controller's effect).
 
 Every `gc_interval` seconds, acting only through the API:
 
@@ -8,11 +8,11 @@ Every `gc_interval` seconds, acting only through the API:
 - unscheduled terminating pods (no node will ever confirm their deletion) are deleted with grace 0;
 - terminating pods on a NotReady node tainted `node.kubernetes.io/out-of-service` are marked Failed and deleted
   with grace 0;
-- pods on a node whose Ready condition has not been True for longer than the pod tolerates
-  `node.kubernetes.io/not-ready` (False) or `node.kubernetes.io/unreachable` (Unknown) with effect NoExecute
-  (300 s by default, from DefaultTolerationSeconds) get a `DisruptionTarget` condition (reason
-  DeletionByTaintManager) and are deleted (graceful: a dead kubelet never confirms, so they stay Terminating
-  until the node is tainted out-of-service or deleted, as upstream).
+- pods on a node with a NoExecute taint they do not tolerate, or tolerate for less time than it has been there
+  (`node.kubernetes.io/not-ready` / `unreachable` from the node lifecycle controller: 300 s by default, from
+  DefaultTolerationSeconds), get a `DisruptionTarget` condition (reason DeletionByTaintManager) and are deleted
+  (graceful: a dead kubelet never confirms, so they stay Terminating until the node is tainted out-of-service
+  or deleted, as upstream).
 
 A pod marked Failed is terminal, so the claim controller releases, deallocates and deletes its claims.
 """
@@ -34,8 +34,6 @@ log = logging.getLogger("dramock.controllers.podgc")
 Obj = dict[str, Any]
 TERMINAL = ("Succeeded", "Failed")
 OUT_OF_SERVICE_TAINT = "node.kubernetes.io/out-of-service"
-NOT_READY_TAINT = "node.kubernetes.io/not-ready"
-UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
 GC_INTERVAL = 20.0  # upstream's gcCheckPeriod
 QUARANTINE = 40.0  # upstream's quarantineTime: a node missing this long is really gone
 FIELD_MANAGER = "PodGC"
@@ -60,19 +58,22 @@ def node_ready(node: Obj) -> Obj | None:
     return None
 
 
-def tolerated_seconds(pod: Obj, taint_key: str) -> float | None:
-    """How long the pod tolerates a NoExecute taint with this key; None: forever; 0: not at all."""
-    best: float | None = 0.0
-    for t in (pod.get("spec") or {}).get("tolerations") or []:
-        if t.get("effect") not in (None, "", "NoExecute"):
-            continue
-        if t.get("key") not in (None, "", taint_key) or (not t.get("key") and t.get("operator") != "Exists"):
-            continue
-        secs = t.get("tolerationSeconds")
-        if secs is None:
-            return None
-        best = max(best or 0.0, float(secs))
-    return best
+def _tolerates(t: Obj, taint: Obj) -> bool:
+    if t.get("effect") not in (None, "", taint.get("effect")):
+        return False
+    if t.get("operator") == "Exists":
+        return t.get("key") in (None, "", taint.get("key"))
+    return t.get("key") == taint.get("key") and (t.get("value") or "") == (taint.get("value") or "")
+
+
+def tolerated_seconds(pod: Obj, taint: Obj) -> float | None:
+    """How long the pod tolerates a NoExecute taint (upstream's getMinTolerationTime over the matching
+    tolerations): 0 when none matches, None (forever) when none of them limits it."""
+    matching = [t for t in (pod.get("spec") or {}).get("tolerations") or [] if _tolerates(t, taint)]
+    if not matching:
+        return 0.0
+    limits = [float(t["tolerationSeconds"]) for t in matching if t.get("tolerationSeconds") is not None]
+    return min(limits) if limits else None
 
 
 class PodGC:
@@ -118,20 +119,20 @@ class PodGC:
                     await self._force_delete(pod, ("DeletionByPodGC", "PodGC: node no longer exists"),
                                              f"node {node_name} no longer exists")
                 continue
-            ready = node_ready(node)
-            if ready is None or ready.get("status") == "True":
-                continue
-            taints = {t.get("key") for t in (node.get("spec") or {}).get("taints") or []
-                      if t.get("effect") == "NoExecute"}
+            taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("effect") == "NoExecute"]
             if m.get("deletionTimestamp"):
-                if OUT_OF_SERVICE_TAINT in taints:
+                ready = node_ready(node)
+                if any(t.get("key") == OUT_OF_SERVICE_TAINT for t in taints) and \
+                        (ready is None or ready.get("status") != "True"):
                     await self._force_delete(pod, None, f"terminating on out-of-service node {node_name}")
                 continue
-            key = NOT_READY_TAINT if ready.get("status") == "False" else UNREACHABLE_TAINT
-            tolerated = tolerated_seconds(pod, key)
-            since = _ts(ready.get("lastTransitionTime")) or now_w
-            if tolerated is not None and now_w - since >= tolerated:
-                await self._evict(pod)
+            # Taint eviction: a NoExecute taint the pod does not tolerate (long enough) evicts it.
+            for taint in taints:
+                tolerated = tolerated_seconds(pod, taint)
+                added = _ts(taint.get("timeAdded")) or now_w
+                if tolerated is not None and now_w - added >= tolerated:
+                    await self._evict(pod)
+                    break
 
     async def _patch_status(self, pod: Obj, body: Obj) -> None:
         m = pod["metadata"]
