@@ -10,26 +10,11 @@ from typing import Any
 from dramock import errors
 from dramock.apiserver import codec, patch
 from dramock.apiserver.rest import Call, Rest, Result
+from dramock.schemas import labelselector
 from dramock.schemas.validation.field import invalid_value
 
 Obj = dict[str, Any]
 SCALE = "io.k8s.api.autoscaling.v1.Scale"
-
-
-def selector_string(selector: Obj | None) -> str:
-    """metav1.LabelSelectorAsSelector(...).String(): sorted requirements joined by commas."""
-    reqs = [f"{k}={v}" for k, v in ((selector or {}).get("matchLabels") or {}).items()]
-    for e in (selector or {}).get("matchExpressions") or []:
-        key, op, values = e.get("key", ""), e.get("operator", ""), sorted(e.get("values") or [])
-        if op == "In":
-            reqs.append(f"{key} in ({','.join(values)})")
-        elif op == "NotIn":
-            reqs.append(f"{key} notin ({','.join(values)})")
-        elif op == "Exists":
-            reqs.append(key)
-        elif op == "DoesNotExist":
-            reqs.append(f"!{key}")
-    return ",".join(sorted(reqs))
 
 
 def to_scale(obj: Obj) -> Obj:
@@ -39,7 +24,7 @@ def to_scale(obj: Obj) -> Obj:
                          if k in m},
             "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 0)},
             "status": {"replicas": (obj.get("status") or {}).get("replicas", 0),
-                       "selector": selector_string((obj.get("spec") or {}).get("selector"))}}
+                       "selector": labelselector.to_string((obj.get("spec") or {}).get("selector"))}}
 
 
 def handle(rest: Rest, call: Call, verb: str, body: bytes, content_type: str) -> Result:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from dramock.schemas import labelselector
+
 Obj = dict[str, Any]
 _APPS = "io.k8s.api.apps.v1."
 _CORE = "io.k8s.api.core.v1."
@@ -76,10 +78,8 @@ def _template_cells(o: Obj) -> list[str]:
 
 
 def _selector(o: Obj) -> str:
-    from dramock.apiserver.scale import selector_string  # one renderer of selectors
-
     sel = (o.get("spec") or {}).get("selector")
-    return selector_string(sel) if sel else "<none>"
+    return labelselector.to_string(sel) if sel else "<none>"
 
 
 def _job_status(o: Obj) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 from dramock.client.informer import Informer, WorkQueue, cancel_all, run_worker
 from dramock.client.rest import APIStatusError, Client, resource_path
 from dramock.jsonvalue import clone
+from dramock.schemas import labelselector
 
 Obj = dict[str, Any]
 log = logging.getLogger("dramock.controllers.workloads")
@@ -39,18 +40,6 @@ def template_hash(template: Obj, collision_count: int = 0) -> str:
     """A stable hash of a pod template, rendered in the safe alphabet (like pod-template-hash values)."""
     digest = hashlib.sha256((json.dumps(template, sort_keys=True) + str(collision_count)).encode()).digest()
     return "".join(SAFE_ALPHABET[b % len(SAFE_ALPHABET)] for b in digest[:10])
-
-
-def selector_matches(selector: Obj | None, labels: Obj) -> bool:
-    from dramock.schemas.validation.workloads import selector_matches as matches
-
-    return matches(selector, labels)
-
-
-def label_selector_param(selector: Obj | None) -> str:
-    from dramock.apiserver.scale import selector_string
-
-    return selector_string(selector)
 
 
 def is_active(pod: Obj) -> bool:
@@ -184,7 +173,7 @@ class WorkloadController:
         """The pods this object controls, read fresh from the server (no stale cache, no double creates)."""
         m = obj["metadata"]
         sel = selector if selector is not None else (obj.get("spec") or {}).get("selector")
-        params = {"labelSelector": label_selector_param(sel)} if sel else None
+        params = {"labelSelector": labelselector.to_string(sel)} if sel else None
         listed = await self.client.request("GET", resource_path("", "v1", "pods", m["namespace"]), params=params)
         return [p for p in listed.get("items") or [] if (controller_ref(p) or {}).get("uid") == m["uid"]]
 

@@ -11,8 +11,8 @@ from dramock.controllers.workloads.common import (
     is_available,
     is_ready,
     parse_time,
-    selector_matches,
 )
+from dramock.schemas import labelselector
 
 PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
 
@@ -51,7 +51,7 @@ class ReplicaSetController(WorkloadController):
         status = {k: v for k, v in (rs.get("status") or {}).items() if k == "conditions"}
         status.update({
             "replicas": len(pods),
-            "fullyLabeledReplicas": sum(1 for p in pods if selector_matches({"matchLabels": labels},
+            "fullyLabeledReplicas": sum(1 for p in pods if labelselector.matches({"matchLabels": labels},
                                                                               p["metadata"].get("labels") or {})),
             "readyReplicas": sum(1 for p in pods if is_ready(p)),
             "availableReplicas": sum(1 for p in pods if is_available(p, min_ready)),

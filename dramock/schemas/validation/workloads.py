@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dramock.schemas import labelselector
 from dramock.schemas.validation.field import Cause, cause, forbidden, invalid_value, required, semantic_equal
 
 Obj = dict[str, Any]
@@ -13,19 +14,6 @@ Obj = dict[str, Any]
 
 def _go_map(labels: Obj) -> str:
     return "map[string]string{" + ", ".join(f'"{k}":"{v}"' for k, v in sorted(labels.items())) + "}"
-
-
-def selector_matches(selector: Obj | None, labels: Obj) -> bool:
-    sel = selector or {}
-    for k, v in (sel.get("matchLabels") or {}).items():
-        if labels.get(k) != v:
-            return False
-    for e in sel.get("matchExpressions") or []:
-        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
-        if (op == "In" and labels.get(key) not in values) or (op == "NotIn" and labels.get(key) in values) \
-                or (op == "Exists" and key not in labels) or (op == "DoesNotExist" and key in labels):
-            return False
-    return True
 
 
 def _non_negative(spec: Obj, key: str) -> list[Cause]:
@@ -45,7 +33,7 @@ def _template(spec: Obj, restart_policies: tuple[str, ...], check_selector: bool
             errs.append(required("spec.selector"))
         elif not (selector.get("matchLabels") or selector.get("matchExpressions")):
             errs.append(invalid_value("spec.selector", "", "empty selector is invalid for deployment"))
-        elif not selector_matches(selector, labels):
+        elif not labelselector.matches(selector, labels):
             errs.append(cause("FieldValueInvalid", "spec.template.metadata.labels",
                               f"Invalid value: {_go_map(labels)}: `selector` does not match template `labels`"))
     pod_spec = template.get("spec") or {}
