@@ -66,7 +66,8 @@ def apply(s: Server, name: str) -> None:
 
 
 def delete_and_expect_free(s: Server, name: str, ns: str) -> None:
-    s.kubectl("delete", "-f", str(ROOT / "examples" / name), "--wait=false")
+    # The Namespace goes first and takes its contents with it: the later deletes may find nothing.
+    s.kubectl("delete", "-f", str(ROOT / "examples" / name), "--wait=false", "--ignore-not-found")
     wait_for(lambda: not pods(s, ns) and not claims(s, ns), 60, what=f"{name}: pods and claims gone")
     wait_for(lambda: not allocated_devices(s), 30, what="every device free")
 
