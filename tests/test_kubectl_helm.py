@@ -81,7 +81,7 @@ def test_kubectl_135(binaries, cluster):
     assert len(pods) == 2
     assert "dramock: CDI devices: gpu.example.com/gpu=" in run(
         k, cluster, "-n", "daemonset", "logs", pods[0]["metadata"]["name"]).stdout
-    run(k, cluster, "delete", "-f", "examples/daemonset/", "--timeout=60s", cwd=str(root))
+    run(k, cluster, "delete", "-f", "examples/daemonset/", "--timeout=60s", "--ignore-not-found", cwd=str(root))
     wait_for(lambda: not cluster.request("GET", "/apis/resource.k8s.io/v1/resourceclaims")[2]["items"], 30,
              what="every claim gone")
 
