@@ -19,13 +19,16 @@ DEFAULT_BIND = "127.0.0.1"
 
 
 def kubeconfig_text(server: str) -> str:
-    """A kubeconfig for a dramock server: no credentials (dramock has no authentication)."""
+    """A kubeconfig for a dramock server: no credentials (dramock has no authentication). For a plain http://
+    server, `insecure-skip-tls-verify: true` too: @kubernetes/client-node 1.x refuses http:// without it (there
+    is no TLS to verify, so every other client reads it as a no-op)."""
+    insecure = "\n    insecure-skip-tls-verify: true" if server.startswith("http://") else ""
     return f"""apiVersion: v1
 kind: Config
 clusters:
 - name: dramock
   cluster:
-    server: {server}
+    server: {server}{insecure}
 contexts:
 - name: dramock
   context:
@@ -73,6 +76,8 @@ def _add_server_flags(p: argparse.ArgumentParser) -> None:
                         "(repeatable; syntax in the README and dramock/faults.py)")
     p.add_argument("--inject-seed", type=int, default=None, metavar="N",
                    help="seed of the random choices of rate-limited fault rules (reproducible runs)")
+    p.add_argument("--service-cluster-ip-range", default="10.96.0.0/12", metavar="CIDR",
+                   help="the range Services' ClusterIPs are allocated from (default 10.96.0.0/12, as kube-apiserver)")
     p.add_argument("-v", "--v", type=int, default=0, dest="verbosity",
                    help="log verbosity; 4 or more logs every request")
 
@@ -98,6 +103,13 @@ def build_parser() -> argparse.ArgumentParser:
     cm.add_argument("--kubeconfig", required=True, help="kubeconfig naming the server to talk to")
     cm.add_argument("-v", "--v", type=int, default=0, dest="verbosity",
                     help="log verbosity; 4 or more logs debug messages")
+    cm.add_argument("--pod-gc-interval", type=float, default=20.0, metavar="SECONDS",
+                    help="how often the pod garbage collector runs (upstream: every 20s)")
+    cm.add_argument("--pod-gc-quarantine", type=float, default=40.0, metavar="SECONDS",
+                    help="how long a pod's Node must be gone before the pod is collected (upstream: 40s)")
+    cm.add_argument("--node-monitor-grace-period", type=float, default=50.0, metavar="SECONDS",
+                    help="how long a node's kubelet may go without renewing its Lease before the node is "
+                         "marked Unknown and tainted unreachable (as kube-controller-manager, default 50s)")
     sch = sub.add_parser("scheduler", help="run the scheduler (DRA structured parameters) against a running server")
     from dramock.scheduler.__main__ import add_scheduler_flags
 
@@ -150,7 +162,9 @@ def main(argv: list[str] | None = None) -> int:
         from dramock.controllers.manager import run_controller_manager
 
         configure_logging(args.verbosity)
-        return run_controller_manager(args.kubeconfig, f"dramock-controller-manager/{__version__}")
+        return run_controller_manager(args.kubeconfig, f"dramock-controller-manager/{__version__}",
+                                      args.pod_gc_interval, args.pod_gc_quarantine,
+                                      args.node_monitor_grace_period)
     if args.command == "scheduler":
         from dramock.scheduler.__main__ import run_from_args
 
@@ -305,12 +319,20 @@ def _run_server(args: argparse.Namespace) -> int:
         except RuleError as e:
             print(f"dramock: invalid argument for --inject: {e}", file=sys.stderr)
             return 2
+    import ipaddress
+
+    try:
+        ipaddress.ip_network(args.service_cluster_ip_range, strict=False)
+    except ValueError as e:
+        print(f"dramock: invalid argument for --service-cluster-ip-range: {e}", file=sys.stderr)
+        return 2
     config = ServerConfig(data_dir=args.data_dir, database_url=args.database_url, feature_gates=gates,
                           compaction_interval=args.etcd_compaction_interval,
                           bookmark_interval=args.watch_bookmark_interval,
                           max_requests_inflight=args.max_requests_inflight,
                           max_mutating_requests_inflight=args.max_mutating_requests_inflight,
-                          fault_rules=args.inject, fault_seed=args.inject_seed)
+                          fault_rules=args.inject, fault_seed=args.inject_seed,
+                          service_cluster_ip_range=args.service_cluster_ip_range)
     server = APIServer(config)
     url = _server_url(args.bind_address, args.port)
     if args.command == "serve":

@@ -28,7 +28,9 @@ from tests.conftest import KUBECTL, Server, start_server, stop_process, wait_for
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 ALL_EXAMPLES = ["quickstart", "pod-with-cats", "shared-claim", "prioritized-list", "partitionable-mig",
-                "consumable-bandwidth", "extended-resource", "quota"]
+                "consumable-bandwidth", "extended-resource", "quota",
+                # Workloads; tested in tests/test_workload_examples.py.
+                "deployment-extended-resource", "job-claim-template", "daemonset", "statefulset"]
 # Not a scenario but a driver's CI set-up, checked by tests/test_driver_ci_example.py.
 NOT_SCENARIOS = {"driver-ci"}
 # example -> the --feature-gates its README tells `dramock serve` to take ("" = the 1.37 defaults).

@@ -262,8 +262,10 @@ def test_template_claim_is_allocated_reserved_and_pod_runs(cluster: Server, ns: 
     ev = wait_for(lambda: events(cluster, ns, "p", "Scheduled"), 10, what="Scheduled event")
     assert ev[0]["type"] == "Normal"
     assert ev[0]["message"] == f"Successfully assigned {ns}/p to {node}"
-    assert ev[0]["source"]["component"] == "default-scheduler"
+    # Written as events.k8s.io/v1, as kube-scheduler does: no deprecated source, reporting fields instead.
+    assert not (ev[0].get("source") or {}).get("component")
     assert ev[0]["reportingComponent"] == "default-scheduler"
+    assert ev[0]["reportingInstance"].startswith("default-scheduler-") and ev[0]["action"] == "Binding"
     conds = {c["type"]: c for c in get_pod(cluster, ns, "p")["status"]["conditions"]}
     assert conds["PodScheduled"]["status"] == "True"
 
@@ -290,7 +292,7 @@ def test_unmatched_node_selector_stays_pending(cluster: Server, ns: str):
     ev = wait_for(lambda: events(cluster, ns, "nowhere", "FailedScheduling"), 20, what="FailedScheduling")
     assert ev[0]["type"] == "Warning"
     assert ev[0]["message"] == "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
-    assert ev[0]["source"]["component"] == "default-scheduler"
+    assert ev[0]["reportingComponent"] == "default-scheduler" and ev[0]["action"] == "Scheduling"
 
     def condition():
         conds = {c["type"]: c for c in get_pod(cluster, ns, "nowhere")["status"].get("conditions") or []}
@@ -324,7 +326,7 @@ def test_prebound_and_foreign_pods_are_left_alone(cluster: Server, ns: str):
     create(cluster, f"/api/v1/namespaces/{ns}/pods", pod(ns, "foreign", schedulerName="other-scheduler"))
     create(cluster, f"/api/v1/namespaces/{ns}/pods", pod(ns, "sentinel"))
     wait_for(lambda: events(cluster, ns, "sentinel", "Scheduled"), 20, what="sentinel scheduled")
-    assert not events(cluster, ns, "prebound") or all(e["source"].get("component") != "default-scheduler"
+    assert not events(cluster, ns, "prebound") or all(e.get("reportingComponent") != "default-scheduler"
                                                       for e in events(cluster, ns, "prebound"))
     assert not events(cluster, ns, "foreign")
     assert node_of(cluster, ns, "foreign") is None
@@ -398,7 +400,7 @@ def test_binding_failure_is_undone_and_retried(cluster: Server, ns: str):
                pod(ns, "flaky", [{"name": "gpu", "resourceClaimName": "c"}], schedulerName="flaky-scheduler"))
         ev = wait_for(lambda: events(cluster, ns, "flaky", "FailedScheduling"), 20, what="binding failure event")
         assert "injected" in ev[0]["message"]
-        assert ev[0]["source"]["component"] == "flaky-scheduler"
+        assert ev[0]["reportingComponent"] == "flaky-scheduler"
         node = wait_for(lambda: node_of(cluster, ns, "flaky"), 30, what="pod bound on retry")
         c = get(cluster, f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/c")
         assert [r["name"] for r in c["status"]["reservedFor"]] == ["flaky"]

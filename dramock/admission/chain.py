@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from dramock import errors
 from dramock.admission.quota import QuotaAdmission
+from dramock.admission.serviceip import DEFAULT_SERVICE_CIDR, ServiceIPAllocator
 from dramock.storage.revlog import RevisionLog
 
 if TYPE_CHECKING:
@@ -32,12 +33,15 @@ class Target(Protocol):
 
 
 class Admission:
-    def __init__(self, store: RevisionLog):
+    def __init__(self, store: RevisionLog, service_cidr: str = DEFAULT_SERVICE_CIDR):
         self.store = store
         self.quota = QuotaAdmission(store)
+        self.service_ips = ServiceIPAllocator(store, service_cidr)
 
     def admit_create(self, call: Target, obj: Obj) -> None:
         self._namespace_lifecycle(call, creating=True)
+        if call.kind.plural == "services" and call.kind.group == "":
+            self.service_ips.allocate(obj)
         self.quota.admit(call, obj, None)
 
     def admit_update(self, call: Target, obj: Obj, old: Obj) -> None:

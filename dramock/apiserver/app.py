@@ -56,6 +56,7 @@ class ServerConfig:
     max_mutating_requests_inflight: int = 200
     fault_rules: list[str] = field(default_factory=list)  # dramock.faults rules to start with (--inject)
     fault_seed: int | None = None  # seeds the random choices of rate-limited rules (--inject-seed)
+    service_cluster_ip_range: str = "10.96.0.0/12"  # --service-cluster-ip-range
 
     @property
     def url(self) -> str:
@@ -142,7 +143,7 @@ class APIServer:
         self.config = config
         self.store = RevisionLog(config.url, stamp_resource_version)
         strategies.configure(FeatureGates(config.feature_gates), self._namespace_labels)
-        self.admission = Admission(self.store)
+        self.admission = Admission(self.store, config.service_cluster_ip_range)
         self.rest = Rest(self.store, self.admission)
         self.metrics = Metrics()
         # One protobuf encoder for responses and watch frames: it keeps each stored object's bytes.
@@ -172,6 +173,7 @@ class APIServer:
 
     async def _on_startup(self, _app: web.Application) -> None:
         self._seed_namespaces()
+        self._seed_kubernetes_service()
         self._compactor = asyncio.create_task(self._compact_loop())
         self.health.started = True
 
@@ -191,6 +193,21 @@ class APIServer:
             if self.store.get("namespaces", ns) is None:
                 call = Call(kind, None, None, "", _EMPTY_QUERY, user_agent="kube-apiserver")
                 self.rest.create_object(call, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+
+    def _seed_kubernetes_service(self) -> None:
+        """The `kubernetes` Service in `default` on the range's first address (upstream's bootstrap controller),
+        which `kubectl cluster-info` and in-cluster clients look for."""
+        kind = registry.lookup("", "v1", "services")
+        assert kind is not None
+        if self.store.get(kind.storage_bucket, "default/kubernetes") is not None:
+            return
+        call = Call(kind, "default", None, "", _EMPTY_QUERY, user_agent="kube-apiserver")
+        self.rest.create_object(call, {
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "kubernetes", "namespace": "default",
+                         "labels": {"component": "apiserver", "provider": "kubernetes"}},
+            "spec": {"type": "ClusterIP", "clusterIP": self.admission.service_ips.kubernetes_ip,
+                     "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}]}})
 
     async def _compact_loop(self) -> None:
         # Like the etcd compactor: every interval, compact to the revision seen one interval earlier.
@@ -241,7 +258,7 @@ class APIServer:
         if request["route"] is not None and codec.negotiate_error(request.headers.get("Accept")).protobuf:
             resp = web.Response(status=e.code, body=protobuf.encode(e.status()), content_type=codec.PROTOBUF)
         else:
-            resp = web.Response(status=e.code, text=codec.dumps(e.status()), content_type="application/json")
+            resp = _json(e.status(), status=e.code)
         if e.retry_after is not None:
             resp.headers["Retry-After"] = str(e.retry_after)
         return resp
@@ -354,6 +371,12 @@ class APIServer:
                     user_agent=request.headers.get("User-Agent", ""), verb=route.verb)
         if kind.group == versions.GROUP and (deprecated := versions.deprecation_warning(kind.version, kind.kind)):
             call.warnings.append(deprecated)
+        if call.subresource in ("log", "exec", "attach", "portforward"):
+            from dramock.apiserver import podlog
+
+            if call.subresource != "log":
+                raise podlog.no_containers(call)
+            return await podlog.serve_log(request, self.rest, call)
         accept = codec.negotiate(request.headers.get("Accept"))
         await self._inject(route, call)
         if route.verb == "watch":
@@ -369,7 +392,11 @@ class APIServer:
                 raise errors.request_entity_too_large(codec.MAX_BODY)
         content_type = request.headers.get("Content-Type", "")
         verb = route.verb
-        if verb == "get":
+        if call.subresource == "scale":
+            from dramock.apiserver import scale
+
+            result = scale.handle(self.rest, call, verb, body, content_type)
+        elif verb == "get":
             result = self.rest.get(call)
         elif verb == "list":
             result = self.rest.list(call)
@@ -392,6 +419,10 @@ class APIServer:
     def _create(self, call: Call, body: bytes, content_type: str) -> Result:
         if call.subresource == "binding":
             return self._bind(call, body, content_type)
+        from dramock.apiserver import reviews
+
+        if reviews.is_review(call.kind):
+            return reviews.review(call, body, content_type)
         return self.rest.create(call, body, content_type)
 
     def _bind(self, call: Call, body: bytes, content_type: str) -> Result:
@@ -462,10 +493,11 @@ class APIServer:
             resp = web.Response(status=result.code, body=self.protobuf.encode(body, stored),
                                 content_type=codec.PROTOBUF)
         elif accept.yaml:
-            resp = web.Response(status=result.code, text=codec.to_yaml(body), content_type="application/yaml")
+            resp = web.Response(status=result.code, body=codec.to_yaml(body).encode(),
+                                headers={"Content-Type": "application/yaml"})
         else:
-            resp = web.Response(status=result.code, text=text if text is not None else codec.dumps(body),
-                                content_type="application/json")
+            resp = web.Response(status=result.code, body=(text if text is not None else codec.dumps(body)).encode(),
+                                headers={"Content-Type": "application/json"})
         for w in call.warnings:
             resp.headers.add("Warning", codec.warning_header(w))
         return resp
@@ -496,6 +528,10 @@ class APIServer:
                     "DELETE": "deletecollection"}.get(method)
         elif sub == "binding":
             verb = "create" if method == "POST" else None
+        elif sub in ("exec", "attach", "portforward"):
+            verb = {"GET": "get", "POST": "create"}.get(method)
+        elif sub == "log":
+            verb = "get" if method == "GET" else None
         else:
             verb = {"GET": "watch" if params.query_bool(query.get("watch")) else "get", "PUT": "update",
                     "PATCH": "patch", "DELETE": "delete"}.get(method)
@@ -532,8 +568,9 @@ def _discovery_document(request: web.Request, obj: Obj) -> web.Response:
     return _json(obj, vary=True)
 
 
-def _json(obj: Obj, vary: bool = False) -> web.Response:
-    resp = web.Response(text=codec.dumps(obj), content_type="application/json")
+def _json(obj: Obj, vary: bool = False, status: int = 200) -> web.Response:
+    # Exactly `application/json`, without aiohttp's charset parameter: clients such as lightkube compare it.
+    resp = web.Response(status=status, body=codec.dumps(obj).encode(), headers={"Content-Type": "application/json"})
     if vary:
         resp.headers["Vary"] = "Accept"
     return resp

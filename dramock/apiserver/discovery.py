@@ -60,6 +60,11 @@ _SUBRESOURCES: dict[str, tuple[tuple[str, ...], tuple[str, str, str] | None]] = 
     "status": (("get", "patch", "update"), None),
     "finalize": (("update",), None),
     "binding": (("create",), ("", "v1", "Binding")),
+    "scale": (("get", "patch", "update"), ("autoscaling", "v1", "Scale")),
+    "log": (("get",), None),
+    "exec": (("create", "get"), ("", "v1", "PodExecOptions")),
+    "attach": (("create", "get"), ("", "v1", "PodAttachOptions")),
+    "portforward": (("create", "get"), ("", "v1", "PodPortForwardOptions")),
 }
 
 # Resources whose REST storage does not implement every standard verb.

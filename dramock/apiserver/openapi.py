@@ -418,6 +418,18 @@ def _kind_paths(k: Kind) -> list[tuple[str, list[str], list[str], list[Obj]]]:
                     f"replace{prefix}{ns}{k.kind}{sub_camel}", k, query=_WRITE_PARAMS, body=obj,
                     responses=(("200", obj), ("201", obj))),
             ]))
+        elif sub == "scale":
+            scale = "io.k8s.api.autoscaling.v1.Scale"
+            gvk = ("autoscaling", "v1", "Scale")
+            out.append((path, item_params, [], [
+                _op("get", "get", f"read scale of the specified {k.kind}", f"read{prefix}{ns}{k.kind}Scale",
+                    None, responses=(("200", scale),), gvk=gvk),
+                _op("patch", "patch", f"partially update scale of the specified {k.kind}",
+                    f"patch{prefix}{ns}{k.kind}Scale", None, query=_PATCH_PARAMS, body=META + "Patch",
+                    body_media=PATCH_CONTENT_TYPES, responses=(("200", scale), ("201", scale)), gvk=gvk),
+                _op("put", "put", f"replace scale of the specified {k.kind}", f"replace{prefix}{ns}{k.kind}Scale",
+                    None, query=_WRITE_PARAMS, body=scale, responses=(("200", scale), ("201", scale)), gvk=gvk),
+            ]))
         elif sub == "binding":
             binding = "io.k8s.api.core.v1.Binding"
             out.append((path, item_params, [], [
@@ -453,6 +465,24 @@ def _kind_paths(k: Kind) -> list[tuple[str, list[str], list[str], list[Obj]]]:
                 "with a list operation instead.", f"watch{prefix}{k.kind}ListForAllNamespaces", k,
                 responses=(("200", watch_event),), media=_WATCH_MEDIA),
         ]))
+    return _served_operations(k, out)
+
+
+# Operation action -> the verb a kind must serve for it (subresource operations are kept as they are).
+_ACTION_VERBS = {"deletecollection": "deletecollection", "list": "list", "post": "create", "delete": "delete",
+                 "get": "get", "patch": "patch", "put": "update", "watch": "watch", "watchlist": "watch"}
+
+
+def _served_operations(k: Kind, paths: list[tuple[str, list[str], list[str], list[Obj]]]) -> list:
+    """Only the operations of the kind's verbs (e.g. create alone for the self reviews)."""
+    if set(k.verbs) >= set(_ACTION_VERBS.values()):
+        return paths
+    out = []
+    for path, params, query, ops in paths:
+        is_sub = path.count("{name}/") > 0
+        kept = [op for op in ops if is_sub or _ACTION_VERBS.get(op["action"], op["action"]) in k.verbs]
+        if kept:
+            out.append((path, params, query, kept))
     return out
 
 

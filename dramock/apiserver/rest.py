@@ -11,6 +11,7 @@ import base64
 import binascii
 import json
 import random
+import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -190,8 +191,9 @@ class Rest:
             list_meta["continue"] = _encode_continue(list_rev, items[-1][0])
             if match is None:
                 list_meta["remainingItemCount"] = remaining
+        # Items of built-in lists carry no apiVersion/kind (upstream converts them without TypeMeta).
         body = {"kind": kind.list_kind, "apiVersion": kind.api_version, "metadata": list_meta,
-                "items": [convert.from_storage(o, kind) for _, o in items]}
+                "items": [_without_type_meta(convert.from_storage(o, kind)) for _, o in items]}
         return Result(body, encoded=self._encode_list(kind, body, items, at))
 
     def _encode_list(self, kind: Kind, body: Obj, items: list[tuple[str, Obj]], at: int | None) -> str | None:
@@ -200,9 +202,10 @@ class Rest:
         values = []
         for name, _ in items:
             v = self.store.encoded(kind.storage_bucket, name)
-            if v is None:
+            stripped = _TYPE_META_PREFIX.sub("{", v, count=1) if v is not None else None
+            if stripped is None or stripped == v:  # stored in another key order: encode the slow way
                 return None
-            values.append(v)
+            values.append(stripped)
         head = codec.dumps({k: v for k, v in body.items() if k != "items"})
         return head[:-1] + ',"items":[' + ",".join(values) + "]}"
 
@@ -451,6 +454,10 @@ class Rest:
                     "%Y-%m-%dT%H:%M:%SZ")
                 m["deletionGracePeriodSeconds"] = grace
             elif grace < (m.get("deletionGracePeriodSeconds") or 0):
+                # A shorter grace period moves the deletion time back by the difference (upstream's BeforeDelete).
+                when = datetime.strptime(m["deletionTimestamp"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+                when += timedelta(seconds=grace - m["deletionGracePeriodSeconds"])
+                m["deletionTimestamp"] = when.strftime("%Y-%m-%dT%H:%M:%SZ")
                 m["deletionGracePeriodSeconds"] = grace
             if kind.plural == "namespaces":
                 obj.setdefault("status", {})["phase"] = "Terminating"
@@ -587,6 +594,13 @@ def _same_object(new: Obj, old: Obj) -> bool:
         elif new[k] != old[k]:
             return False
     return True
+
+
+_TYPE_META_PREFIX = re.compile(r'^\{"apiVersion":"[^"\\]*","kind":"[^"\\]*",')
+
+
+def _without_type_meta(obj: Obj) -> Obj:
+    return {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
 
 
 def _with_dry_run(query: MultiMapping[str]) -> MultiMapping[str]:

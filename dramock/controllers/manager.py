@@ -10,15 +10,23 @@ from dramock.client.informer import cancel_all
 from dramock.client.rest import Client, server_from_kubeconfig
 from dramock.controllers.garbagecollector import GarbageCollector
 from dramock.controllers.namespace import NamespaceController
+from dramock.controllers.nodelifecycle import GRACE_PERIOD, NodeLifecycleController
+from dramock.controllers.podgc import GC_INTERVAL, QUARANTINE, PodGC
 from dramock.controllers.quota import QuotaController
 from dramock.controllers.resourceclaim import ResourceClaimController, register_metrics
+from dramock.controllers.workloads.controllers import WorkloadControllers
 
 log = logging.getLogger("dramock.controllers.manager")
 
 
 class ControllerManager:
-    def __init__(self, client: Client):
+    def __init__(self, client: Client, pod_gc_interval: float = GC_INTERVAL, pod_gc_quarantine: float = QUARANTINE,
+                 node_monitor_grace_period: float = GRACE_PERIOD):
         self.client = client
+        self.nodelifecycle = NodeLifecycleController(client, node_monitor_grace_period,
+                                                     min(5.0, node_monitor_grace_period))
+        self.podgc = PodGC(client, pod_gc_interval, pod_gc_quarantine)
+        self.workloads = WorkloadControllers(client)
         self.namespace = NamespaceController(client)
         self.quota = QuotaController(client)
         self.resourceclaim = ResourceClaimController(client)
@@ -27,14 +35,17 @@ class ControllerManager:
 
     async def run(self, stop: asyncio.Event) -> None:
         tasks = [asyncio.create_task(c.run(stop), name=type(c).__name__)
-                 for c in (self.namespace, self.quota, self.resourceclaim, self.garbagecollector)]
+                 for c in (self.namespace, self.quota, self.resourceclaim, self.garbagecollector,
+                           self.podgc, self.workloads, self.nodelifecycle)]
         try:
             await stop.wait()
         finally:
             await cancel_all(tasks)
 
 
-def run_controller_manager(kubeconfig: str, user_agent: str) -> int:
+def run_controller_manager(kubeconfig: str, user_agent: str, pod_gc_interval: float = GC_INTERVAL,
+                           pod_gc_quarantine: float = QUARANTINE,
+                           node_monitor_grace_period: float = GRACE_PERIOD) -> int:
     """`dramock controller-manager --kubeconfig FILE`: run until SIGINT/SIGTERM."""
 
     async def main() -> None:
@@ -45,7 +56,8 @@ def run_controller_manager(kubeconfig: str, user_agent: str) -> int:
         client = Client(server_from_kubeconfig(kubeconfig), user_agent)
         try:
             log.info("controller manager talking to %s", client.server)
-            await ControllerManager(client).run(stop)
+            await ControllerManager(client, pod_gc_interval, pod_gc_quarantine,
+                                    node_monitor_grace_period).run(stop)
         finally:
             await client.close()
 

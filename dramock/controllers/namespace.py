@@ -7,6 +7,7 @@ wait until nothing is left, then remove the `kubernetes` finalizer through /fina
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
 
@@ -66,11 +67,16 @@ class NamespaceController:
             return True
         remaining = 0
         for kind in registry.KINDS:
-            if not kind.namespaced or "deletecollection" not in kind.verbs or \
+            if not kind.namespaced or not {"list", "delete"} <= set(kind.verbs) or \
                     (kind.group == "events.k8s.io"):  # stored with core events
                 continue
             path = resource_path(kind.group, kind.version, kind.plural, namespace=name)
-            await self.client.request("DELETE", path)
+            if "deletecollection" in kind.verbs:
+                await self.client.request("DELETE", path)
+            else:  # e.g. services: one by one, as upstream's namespace deleter does
+                for item in (await self.client.request("GET", path)).get("items", []):
+                    with contextlib.suppress(APIStatusError):
+                        await self.client.request("DELETE", f"{path}/{item['metadata']['name']}")
             left = await self.client.request("GET", path)
             remaining += len(left.get("items", []))
         if remaining:

@@ -147,9 +147,13 @@ class ResourceClaimController:
             while len(self.deleted_pods) > 10000:
                 self.deleted_pods.popitem(last=False)
         claims = (pod.get("spec") or {}).get("resourceClaims") or []
+        ns = pod["metadata"]["namespace"]
+        # The claim the scheduler made for extended resources (KEP-5004) is released like the others.
+        extended = ((pod.get("status") or {}).get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
+        if extended and (deleted or is_pod_done(pod)):
+            self.queue.add(("claim", ns, extended))
         if not claims:
             return
-        ns = pod["metadata"]["namespace"]
         for pc in claims:
             if pc.get("resourceClaimName"):
                 users = self.pods_using.setdefault((ns, pc["resourceClaimName"]), set())

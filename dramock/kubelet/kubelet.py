@@ -19,6 +19,7 @@ from dramock.client.rest import APIStatusError, Client, resource_path, server_fr
 from dramock.faults import KUBELET_RESTART, NODE_NOT_READY, parse_duration
 from dramock.kubelet import sockets
 from dramock.kubelet.faults import KubeletFaults
+from dramock.kubelet.logs import ContainerLogs, KubeletServer
 from dramock.kubelet.node import NodeConfig, NodeLease, node_event, register_node, update_node_status
 from dramock.kubelet.plugins import DRAPluginClient, PluginRegistry, PluginWatcher
 
@@ -46,6 +47,10 @@ class KubeletConfig:
     prepare_backoff_initial: float = 0.5
     prepare_backoff_max: float = 30.0
     fault_poll_interval: float = 1.0  # how often kubelet-side fault rules (restart, NotReady) are looked for
+    # The kubelet's HTTP endpoint (container logs) on the node address; 0 = any free port (many nodes, one host).
+    port: int = 0
+    # Where CDI spec files are read to tell a container its edits (default: <root>/cdi, the example driver's).
+    cdi_dirs: list[str] = field(default_factory=list)
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -53,6 +58,7 @@ class KubeletConfig:
         self.plugins_dir = self.plugins_dir or sockets.plugins_dir(self.root_dir)
         self.node.annotations.setdefault(REGISTRY_DIR_ANNOTATION, os.path.abspath(self.registry_dir))
         self.node.annotations.setdefault(PLUGINS_DIR_ANNOTATION, os.path.abspath(self.plugins_dir))
+        self.cdi_dirs = self.cdi_dirs or [os.path.join(self.root_dir, "cdi")]
 
 
 class Kubelet:
@@ -64,12 +70,15 @@ class Kubelet:
         self.lease = NodeLease(client, cfg.node)
         self.faults = KubeletFaults(client, self.node_name)
         self.watcher = self._new_watcher()
+        self.logs = ContainerLogs()
+        self.server = KubeletServer(self.logs, cfg.node.address, cfg.port)
         self.pods = None
         if cfg.manage_pods:
             from dramock.kubelet.pods import PodManager
 
             self.pods = PodManager(client, self.node_name, self.plugins, backoff_initial=cfg.prepare_backoff_initial,
-                                   backoff_max=cfg.prepare_backoff_max, faults=self.faults)
+                                   backoff_max=cfg.prepare_backoff_max, faults=self.faults, logs=self.logs,
+                                   cdi_dirs=cfg.cdi_dirs)
 
     def _new_watcher(self) -> PluginWatcher:
         return PluginWatcher(self.cfg.registry_dir, self.cfg.plugins_dir, self.plugins,
@@ -95,6 +104,13 @@ class Kubelet:
             log.warning("deleting ResourceSlices of driver %s: %s", driver, e)
 
     async def run(self, stop: asyncio.Event) -> None:
+        self.cfg.node.kubelet_port = await self.server.start()
+        try:
+            await self._run(stop)
+        finally:
+            await self.server.stop()
+
+    async def _run(self, stop: asyncio.Event) -> None:
         await register_node(self.client, self.cfg.node)
         # On start, no driver is registered yet: whatever slices this node has are stale (KEP-4381).
         await self.delete_slices()

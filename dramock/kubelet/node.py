@@ -37,6 +37,7 @@ class NodeConfig:
     annotations: dict[str, str] = field(default_factory=dict)
     address: str = "127.0.0.1"
     lease_duration_seconds: int = 40  # --node-lease-duration-seconds; renewed every quarter of it (10 s)
+    kubelet_port: int = 10250  # status.daemonEndpoints: where the kubelet's HTTP endpoint (container logs) is
 
     @property
     def lease_renew_interval(self) -> float:
@@ -71,7 +72,7 @@ def node_status(cfg: NodeConfig, previous: Obj | None = None, not_ready: str = "
         "allocatable": dict(cfg.allocatable if cfg.allocatable is not None else cfg.capacity),
         "conditions": conditions,
         "addresses": [{"type": "InternalIP", "address": cfg.address}, {"type": "Hostname", "address": cfg.name}],
-        "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": cfg.kubelet_port}},
         "nodeInfo": {"machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": platform.release(),
                      "osImage": "dramock", "containerRuntimeVersion": "dramock://0",
                      "kubeletVersion": KUBERNETES_VERSION, "kubeProxyVersion": "",

@@ -11,7 +11,9 @@ A pod is done with its claims when it is being deleted (deletionTimestamp), when
 Failed, or when it vanished from the API server: the kubelet then calls NodeUnprepareResources for the claims
 no other live pod on the node still uses. Unprepare failures are retried with backoff and reported as
 FailedUnprepareDynamicResources events; a pod being deleted stays Terminating until its claims are unprepared,
-then the kubelet deletes it for good (gracePeriodSeconds=0).
+then it reaches a terminal phase (Succeeded when its containers exit 0 on SIGTERM, as the pause image does, or
+Failed; `dramock.io/exit-code` chooses) with Ready/ContainersReady False, and the kubelet confirms the deletion
+(gracePeriodSeconds=0). A pod held by finalizers stays, terminal, so the claim controller releases its claims.
 
 kwok-style completion: a running pod annotated `dramock.io/complete-after-seconds: "N"` finishes N seconds
 after it started: Succeeded, or Failed when it is also annotated `dramock.io/exit-code: "<non-zero>"`.
@@ -32,6 +34,7 @@ from dramock.client.informer import cancel_all, list_and_watch
 from dramock.client.rest import APIStatusError, Client, resource_path
 from dramock.faults import PREPARE_ERROR, PREPARE_TIMEOUT
 from dramock.kubelet.faults import KubeletFaults
+from dramock.kubelet.logs import ContainerLogs, cdi_edits
 from dramock.kubelet.node import now_time
 from dramock.kubelet.plugins import DRAPluginClient, PluginError, PluginRegistry
 
@@ -108,6 +111,15 @@ def _parse_time(value: str | None) -> float | None:
         return None
 
 
+def _exit_code(pod: Obj) -> int:
+    """The exit code of the pod's containers when they finish: `dramock.io/exit-code`, else 0 (as the pause
+    image exits on SIGTERM)."""
+    try:
+        return int((pod["metadata"].get("annotations") or {}).get(EXIT_CODE_ANNOTATION) or 0)
+    except ValueError:
+        return 1
+
+
 def _drivers_of(claim: Obj) -> list[str]:
     results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results")
     return sorted({r["driver"] for r in results or [] if r.get("driver")})
@@ -116,9 +128,12 @@ def _drivers_of(claim: Obj) -> list[str]:
 class PodManager:
     def __init__(self, client: Client, node_name: str, plugins: PluginRegistry,
                  backoff_initial: float = BACKOFF_INITIAL, backoff_max: float = BACKOFF_MAX,
-                 faults: KubeletFaults | None = None):
+                 faults: KubeletFaults | None = None, logs: ContainerLogs | None = None,
+                 cdi_dirs: list[str] | None = None):
         self.client = client
         self.faults = faults
+        self.logs = logs if logs is not None else ContainerLogs()
+        self.cdi_dirs = cdi_dirs or []
         self.node_name = node_name
         self.plugins = plugins
         self.backoff_initial, self.backoff_max = backoff_initial, backoff_max
@@ -149,6 +164,7 @@ class PodManager:
                 s.discard(uid)
             for d in (self._started, self._events):
                 d.pop(uid, None)
+            self.logs.forget(pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
             if uid not in self._orphans:
                 self._retry.pop(uid, None)
         else:
@@ -363,6 +379,35 @@ class PodManager:
             if ids:
                 await self._event(pod, EVENT_PREPARED, f'container "{container["name"]}": CDI devices '
                                   + ", ".join(ids), type_="Normal")
+            self._log_start(pod, container, ids)
+
+    def _log_start(self, pod: Obj, container: Obj, ids: list[str]) -> None:
+        """The container's view at start: its CDI devices and the edits their CDI specs give it."""
+        m = pod["metadata"]
+        ns, name = m.get("namespace", ""), m["name"]
+        lines = [f"dramock: container {container['name']} of pod {ns}/{name} started on node {self.node_name} "
+                 "(no process runs: these lines are what it would see)",
+                 f"dramock: image {container.get('image', '')}",
+                 "dramock: phase Running"]
+        lines.append("dramock: CDI devices: " + (", ".join(ids) if ids else "(none)"))
+        edits = cdi_edits(self.cdi_dirs, ids) if ids else {"env": [], "mounts": [], "deviceNodes": []}
+        lines += [f"dramock: env {e}" for e in edits["env"]]
+        lines += [f"dramock: env {e['name']}={e.get('value', '')}" for e in container.get("env") or []
+                  if "value" in e]
+        lines += [f"dramock: mount {mt.get('hostPath', '')} -> {mt.get('containerPath', '')}"
+                  for mt in edits["mounts"]]
+        lines += [f"dramock: device node {dn.get('path', '')}" for dn in edits["deviceNodes"]]
+        self.logs.write(ns, name, container["name"], "\n".join(lines))
+
+    def _log_end(self, pod: Obj, exit_code: int, why: str) -> None:
+        m = pod["metadata"]
+        ns = m.get("namespace", "")
+        phase = "Succeeded" if exit_code == 0 and _phase(pod) == "Running" else "Failed"
+        for c in (pod.get("spec") or {}).get("containers") or []:
+            if self.logs.get(ns, m["name"], c["name"]) is None:
+                continue
+            self.logs.write(ns, m["name"], c["name"], f"dramock: {why}: exit code {exit_code}, phase {phase}")
+            self.logs.finish(ns, m["name"], c["name"])
 
     # --- completion ------------------------------------------------------------------------------------------------
 
@@ -383,11 +428,8 @@ class PodManager:
         due = self._completion_due(pod)
         if due is None or time.time() < due:
             return
-        try:
-            exit_code = int((pod["metadata"].get("annotations") or {}).get(EXIT_CODE_ANNOTATION) or 0)
-        except ValueError:
-            exit_code = 1
-        updated = await self._set_terminated(pod, exit_code)
+        self._log_end(pod, _exit_code(pod), "completed")
+        updated = await self._set_terminated(pod, _exit_code(pod))
         m = pod["metadata"]
         log.info("pod %s/%s %s (%s)", m.get("namespace"), m["name"], _phase(updated), COMPLETE_AFTER_ANNOTATION)
         if m["uid"] in self.pods:
@@ -468,20 +510,30 @@ class PodManager:
             self._adopted.discard(uid)
 
     async def _terminate(self, pod: Obj) -> None:
-        uid = pod["metadata"]["uid"]
+        """Graceful deletion as the 1.37 kubelet does it: the claims are unprepared, the pod reaches a terminal
+        phase (its containers "exit" on SIGTERM: 0, or `dramock.io/exit-code`), then the kubelet confirms the
+        deletion with gracePeriodSeconds=0. A pod held by finalizers stays, terminal, until they go."""
+        m = pod["metadata"]
+        uid = m["uid"]
         if uid not in self.released:
             await self._release(pod)  # the pod stays Terminating until this succeeds
             self.released.add(uid)
+        if _phase(pod) not in TERMINAL:
+            self._log_end(pod, _exit_code(pod), "terminated on deletion (SIGTERM)")
+            pod = await self._set_terminated(pod, _exit_code(pod))
+            if uid in self.pods:
+                self.pods[uid] = pod
+        if pod["metadata"].get("deletionGracePeriodSeconds") == 0:
+            return  # already confirmed; only finalizers keep it
         try:
             await self.client.request(
-                "DELETE", resource_path("", "v1", "pods", pod["metadata"].get("namespace"), pod["metadata"]["name"]),
+                "DELETE", resource_path("", "v1", "pods", m.get("namespace"), m["name"]),
                 {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
                  "preconditions": {"uid": uid}})
         except APIStatusError as e:
             if e.code not in (404, 409):
                 raise
         self.running.discard(uid)
-        self.pods.pop(uid, None)
 
     # --- status and events -------------------------------------------------------------------------------------
 
@@ -503,25 +555,35 @@ class PodManager:
             content_type="application/strategic-merge-patch+json")
 
     async def _set_terminated(self, pod: Obj, exit_code: int) -> Obj:
+        """Post the terminal phase: Succeeded when every container exited 0, else Failed (upstream's getPhase
+        for a terminal pod). Containers that never started (a pod deleted while Pending) get upstream's
+        ContainerStatusUnknown/137 and the pod fails."""
         now = now_time()
         status = pod.get("status") or {}
+        ran = _phase(pod) == "Running"
         previous = {c.get("name"): c for c in status.get("containerStatuses") or []}
         containers = []
         for c in (pod.get("spec") or {}).get("containers") or []:
             prev = previous.get(c["name"]) or {}
             started = ((prev.get("state") or {}).get("running") or {}).get("startedAt") or status.get("startTime")
-            cid = prev.get("containerID") or f"dramock://{uuid.uuid4().hex}"
+            if ran:
+                cid = prev.get("containerID") or f"dramock://{uuid.uuid4().hex}"
+                terminated = {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error",
+                              "startedAt": started, "finishedAt": now, "containerID": cid}
+            else:
+                cid = ""
+                terminated = {"exitCode": 137, "reason": "ContainerStatusUnknown",
+                              "message": "The container could not be located when the pod was terminated",
+                              "startedAt": None, "finishedAt": None}
             containers.append({"name": c["name"], "image": c.get("image", ""), "imageID": "", "containerID": cid,
                                "ready": False, "started": False, "restartCount": 0,
-                               "state": {"terminated": {"exitCode": exit_code,
-                                                        "reason": "Completed" if exit_code == 0 else "Error",
-                                                        "startedAt": started, "finishedAt": now,
-                                                        "containerID": cid}}})
+                               "state": {"terminated": terminated}})
         conditions = {c.get("type"): c for c in status.get("conditions") or []}
         for t in ("PodReadyToStartContainers", "ContainersReady", "Ready"):
             conditions[t] = {"type": t, "status": "False", "lastProbeTime": None, "lastTransitionTime": now,
                              **({"reason": "PodCompleted"} if t != "PodReadyToStartContainers" else {})}
-        body = {"status": {"phase": "Succeeded" if exit_code == 0 else "Failed",
+        succeeded = ran and exit_code == 0
+        body = {"status": {"phase": "Succeeded" if succeeded else "Failed",
                            "conditions": list(conditions.values()), "containerStatuses": containers}}
         m = pod["metadata"]
         return await self.client.request(

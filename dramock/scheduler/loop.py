@@ -30,6 +30,7 @@ import contextlib
 import copy
 import json
 import logging
+import socket
 import time
 from collections import Counter, deque
 from collections.abc import Callable
@@ -1195,20 +1196,22 @@ class Scheduler:
             log.debug("pod %s/%s: setting PodScheduled: %s", m.get("namespace"), m["name"], e)
 
     async def _event(self, pod: Obj, type_: str, reason: str, message: str) -> None:
+        """An events.k8s.io/v1 Event, as kube-scheduler's event recorder writes it: reportingController is the
+        scheduler name, reportingInstance `<scheduler name>-<hostname>`, action Scheduling or Binding."""
         m = pod["metadata"]
         ns = m.get("namespace") or "default"
-        now = now_time()
-        event = {"apiVersion": "v1", "kind": "Event",
-                 "metadata": {"generateName": f"{m['name']}.", "namespace": ns},
-                 "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": ns, "name": m["name"],
-                                    "uid": m.get("uid", ""), "resourceVersion": m.get("resourceVersion", "")},
-                 "reason": reason, "message": message, "type": type_,
-                 "source": {"component": self.scheduler_name},
-                 "firstTimestamp": now, "lastTimestamp": now, "count": 1,
-                 "reportingComponent": self.scheduler_name, "reportingInstance": self.scheduler_name,
-                 "action": "Scheduling" if reason == "FailedScheduling" else "Binding"}
+        now = datetime.now(timezone.utc)
+        event = {"apiVersion": "events.k8s.io/v1", "kind": "Event",
+                 "metadata": {"name": f"{m['name']}.{time.time_ns():x}", "namespace": ns},
+                 "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                 "reportingController": self.scheduler_name,
+                 "reportingInstance": f"{self.scheduler_name}-{socket.gethostname()}",
+                 "action": "Scheduling" if reason == "FailedScheduling" else "Binding",
+                 "reason": reason, "note": message, "type": type_,
+                 "regarding": {"apiVersion": "v1", "kind": "Pod", "namespace": ns, "name": m["name"],
+                               "uid": m.get("uid", ""), "resourceVersion": m.get("resourceVersion", "")}}
         try:
-            await self.client.request("POST", resource_path("", "v1", "events", ns), event)
+            await self.client.request("POST", resource_path("events.k8s.io", "v1", "events", ns), event)
         except (APIStatusError, aiohttp.ClientError, asyncio.TimeoutError) as e:
             log.debug("event for pod %s/%s: %s", ns, m["name"], e)
 

@@ -110,3 +110,113 @@ def node(obj: Obj) -> None:
         cap = status.get("capacity")
         if isinstance(cap, dict) and "allocatable" not in status:
             status["allocatable"] = dict(cap)
+
+
+# ---------------------------------------------------------------- workloads (apps/v1, batch/v1)
+
+
+def pod_template(template: Any) -> None:
+    """SetDefaults_PodSpec for a template's pod spec (admission-time pod defaults apply to the pods only)."""
+    if not isinstance(template, dict):
+        return
+    spec = template.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("schedulerName", "default-scheduler")
+    for key in ("containers", "initContainers"):
+        for c in spec.get(key) or []:
+            if isinstance(c, dict):
+                _container(c, init=key == "initContainers")
+
+
+def _workload_spec(obj: Obj) -> Obj:
+    spec = obj.setdefault("spec", {})
+    if isinstance(spec, dict):
+        pod_template(spec.get("template"))
+        return spec
+    return {}
+
+
+def deployment(obj: Obj) -> None:
+    spec = _workload_spec(obj)
+    spec.setdefault("replicas", 1)
+    strategy = spec.setdefault("strategy", {})
+    if isinstance(strategy, dict):
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            ru = strategy.setdefault("rollingUpdate", {})
+            if isinstance(ru, dict):
+                ru.setdefault("maxUnavailable", "25%")
+                ru.setdefault("maxSurge", "25%")
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("progressDeadlineSeconds", 600)
+
+
+def replica_set(obj: Obj) -> None:
+    _workload_spec(obj).setdefault("replicas", 1)
+
+
+def daemon_set(obj: Obj) -> None:
+    spec = _workload_spec(obj)
+    strategy = spec.setdefault("updateStrategy", {})
+    if isinstance(strategy, dict):
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            ru = strategy.setdefault("rollingUpdate", {})
+            if isinstance(ru, dict):
+                ru.setdefault("maxUnavailable", 1)
+                ru.setdefault("maxSurge", 0)
+    spec.setdefault("revisionHistoryLimit", 10)
+
+
+def stateful_set(obj: Obj) -> None:
+    spec = _workload_spec(obj)
+    spec.setdefault("replicas", 1)
+    spec.setdefault("podManagementPolicy", "OrderedReady")
+    strategy = spec.setdefault("updateStrategy", {})
+    if isinstance(strategy, dict):
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            ru = strategy.setdefault("rollingUpdate", {})
+            if isinstance(ru, dict):
+                ru.setdefault("partition", 0)
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"})
+
+
+def job(obj: Obj) -> None:
+    spec = _workload_spec(obj)
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+        spec["parallelism"] = 1
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("backoffLimit", 2147483647 if spec.get("backoffLimitPerIndex") is not None else 6)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    spec.setdefault("podReplacementPolicy", "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed")
+
+
+def service(obj: Obj) -> None:
+    """SetDefaults_Service: type, sessionAffinity, port protocol and targetPort, traffic policies."""
+    spec = obj.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("type", "ClusterIP")
+    spec.setdefault("sessionAffinity", "None")
+    for p in spec.get("ports") or []:
+        if isinstance(p, dict):
+            p.setdefault("protocol", "TCP")
+            if p.get("targetPort") in (None, 0, ""):
+                p["targetPort"] = p.get("port")
+    if spec["type"] != "ExternalName":
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+        spec.setdefault("ipFamilyPolicy", "SingleStack")
+        spec.setdefault("ipFamilies", ["IPv4"])
+    if spec["type"] in ("NodePort", "LoadBalancer"):
+        spec.setdefault("externalTrafficPolicy", "Cluster")
+    if spec["type"] == "LoadBalancer":
+        spec.setdefault("allocateLoadBalancerNodePorts", True)

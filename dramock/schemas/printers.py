@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from dramock.schemas import defs
+from dramock.schemas import defs, workloadprinters
 from dramock.schemas.registry import Kind
 
 Obj = dict[str, Any]
@@ -192,6 +192,7 @@ def _columns() -> dict[str, list[Obj]]:
             _age_col(),
         ],
         "DeviceTaintRule": [_name_col(), _age_col()],
+        **workloadprinters.columns(_col, _name_col, _age_col, _doc),
     }
 
 
@@ -480,6 +481,7 @@ _PRINTERS: dict[str, Callable[[Obj, datetime], Row]] = {
                                      _get(o, "spec", "driver", default=""),
                                      _get(o, "spec", "pool", "name", default=""), _age(o, now)],
     "DeviceTaintRule": lambda o, now: [_name(o), _age(o, now)],
+    **workloadprinters.printers(_name, _age, human_duration, parse_time),
 }
 
 

@@ -149,7 +149,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("", "v1", "Node", "nodes", False, short_names=("no",), subresources=("status",),
          selectable_fields={"spec.unschedulable": _get("spec", "unschedulable", default="false")}),
     Kind("", "v1", "Pod", "pods", True, short_names=("po",), categories=("all",),
-         subresources=("status", "binding"),
+         subresources=("status", "binding", "log", "exec", "attach", "portforward"),
          selectable_fields={
              "spec.nodeName": _get("spec", "nodeName"),
              "spec.restartPolicy": _get("spec", "restartPolicy"),
@@ -168,10 +168,33 @@ KINDS: tuple[Kind, ...] = (
     Kind("", "v1", "Secret", "secrets", True, selectable_fields={"type": _get("type")}),
     Kind("", "v1", "ServiceAccount", "serviceaccounts", True, short_names=("sa",),
          return_deleted_object=True),
+    # Upstream's service storage has no DeleteCollection.
+    Kind("", "v1", "Service", "services", True, short_names=("svc",), categories=("all",),
+         subresources=("status",), return_deleted_object=True,
+         verbs=tuple(v for v in STANDARD_VERBS if v != "deletecollection")),
     # Stored once in the core shape (see schemas/convert.py).
     Kind("events.k8s.io", "v1", "Event", "events", True, short_names=("ev",),
          selectable_fields=_EVENTS_V1_FIELDS),
     Kind("coordination.k8s.io", "v1", "Lease", "leases", True),
+    # Self reviews: create-only, never stored (apiserver/reviews.py answers them).
+    Kind("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", False, verbs=("create",)),
+    Kind("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False,
+         verbs=("create",)),
+    Kind("authorization.k8s.io", "v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews", False,
+         verbs=("create",)),
+    # Workloads (apps/v1, batch/v1), run by the controller manager's workload controllers.
+    Kind("apps", "v1", "Deployment", "deployments", True, short_names=("deploy",), categories=("all",),
+         subresources=("status", "scale"), tracks_generation=True),
+    Kind("apps", "v1", "ReplicaSet", "replicasets", True, short_names=("rs",), categories=("all",),
+         subresources=("status", "scale"), tracks_generation=True),
+    Kind("apps", "v1", "DaemonSet", "daemonsets", True, short_names=("ds",), categories=("all",),
+         subresources=("status",), tracks_generation=True),
+    Kind("apps", "v1", "StatefulSet", "statefulsets", True, short_names=("sts",), categories=("all",),
+         subresources=("status", "scale"), tracks_generation=True),
+    Kind("apps", "v1", "ControllerRevision", "controllerrevisions", True),
+    Kind("batch", "v1", "Job", "jobs", True, categories=("all",), subresources=("status",),
+         selectable_fields={"status.successful": _get("status", "succeeded", default="0")},
+         tracks_generation=True),
 )
 
 # Versions served only when --runtime-config enables them (upstream 1.37 serves resource.k8s.io/v1 alone by
