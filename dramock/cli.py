@@ -75,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_server_flags(serve)
     serve.add_argument("--nodes", type=int, default=2,
                        help="number of simulated nodes (kubelet shims with the example driver; 0 = none)")
+    from dramock.scheduler.__main__ import add_binding_timeout_flag
+
+    add_binding_timeout_flag(serve)
     api = sub.add_parser("apiserver", help="run the API server alone")
     _add_server_flags(api)
     cm = sub.add_parser("controller-manager", help="run the bundled controllers (resource claims, garbage "
@@ -159,6 +162,15 @@ def _run_server(args: argparse.Namespace) -> int:
     except registry.RuntimeConfigError as e:
         print(f"dramock: invalid argument for --runtime-config: {e}", file=sys.stderr)
         return 2
+    binding_timeout = 0.0
+    if args.command == "serve":
+        from dramock.scheduler.__main__ import binding_timeout as parse_binding_timeout
+
+        try:
+            binding_timeout = parse_binding_timeout(args)
+        except ValueError as e:
+            print(f"dramock: invalid argument for --dra-binding-timeout: {e}", file=sys.stderr)
+            return 2
     config = ServerConfig(data_dir=args.data_dir, database_url=args.database_url, feature_gates=gates,
                           compaction_interval=args.etcd_compaction_interval,
                           bookmark_interval=args.watch_bookmark_interval)
@@ -176,7 +188,7 @@ def _run_server(args: argparse.Namespace) -> int:
         import asyncio
 
         stop = asyncio.Event()
-        app.cleanup_ctx.append(_components(url, args.nodes, args.data_dir, gates, stop))
+        app.cleanup_ctx.append(_components(url, args.nodes, args.data_dir, gates, stop, binding_timeout))
 
         async def stop_components(_app) -> None:  # before the server waits for open requests to finish
             stop.set()
@@ -202,7 +214,7 @@ def _node_root(data_dir: str, node: str) -> str:
     return root
 
 
-def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool], stop):
+def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool], stop, binding_timeout: float):
     """The bundled components of `serve`: API clients of the server over HTTP, as the real ones are.
     The controller manager, the scheduler, and per simulated node a kubelet shim with the example driver."""
     import asyncio
@@ -216,7 +228,8 @@ def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool], sto
         from dramock.scheduler.loop import run_scheduler
 
         tasks = [_component_task(ControllerManager(client).run(stop)),
-                 _component_task(run_scheduler(url, stop, gates=gates, user_agent=f"dramock-scheduler/{__version__}"))]
+                 _component_task(run_scheduler(url, stop, gates=gates, user_agent=f"dramock-scheduler/{__version__}",
+                                               binding_timeout=binding_timeout))]
         if nodes > 0:
             tasks.append(_component_task(_start_nodes(url, nodes, data_dir, stop, tasks)))
         yield

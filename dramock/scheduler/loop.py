@@ -18,6 +18,12 @@ Per pod, as upstream's framework runs its plugins:
 - PreBind: finalizer `resource.kubernetes.io/delete-protection`, then `status.allocation` and
   `status.reservedFor` through /status; Bind: `POST pods/<name>/binding`. A failure undoes the reservation
   (and removes the pod from reservedFor) and retries the pod with backoff.
+- Binding conditions (KEP-5007, see bindingconditions.py): when an allocated device has `bindingConditions`,
+  PreBind sets `status.nominatedNodeName`, records a `BindingConditionsPending` event and waits (at most the
+  binding timeout, `--dra-binding-timeout`) until the driver reports every condition True. A failure condition
+  or the timeout fails PreBind: the pod leaves reservedFor but the claim stays allocated, the pod gets
+  `PodScheduled=False/SchedulerError` and a FailedScheduling event, and the next attempt's Filter finds the
+  claim unavailable so that PostFilter deallocates it.
 
 Failures give a `FailedScheduling` Warning event (`0/2 nodes are available: 2 cannot allocate all claims.`) and
 the `PodScheduled=False` condition with reason `Unschedulable`; success a `Scheduled` Normal event.
@@ -41,7 +47,7 @@ import aiohttp
 
 from dramock.client.informer import Informer
 from dramock.client.rest import APIStatusError, Client, resource_path
-from dramock.scheduler import extended, filtercache
+from dramock.scheduler import bindingconditions, extended, filtercache
 from dramock.scheduler.state import HeldDevices, NodeUsage, TrackedDict
 from dramock.scheduler.types import AllocationInput, AllocationOutcome
 from dramock.schemas.featuregates import FeatureGates
@@ -342,8 +348,11 @@ def _rv(obj: Obj) -> int:
 
 class Scheduler:
     def __init__(self, client: Client, allocate: Allocate | None = None, gates: FeatureGates | None = None,
-                 scheduler_name: str = SCHEDULER_NAME):
+                 scheduler_name: str = SCHEDULER_NAME,
+                 binding_timeout: float = bindingconditions.DEFAULT_BINDING_TIMEOUT):
         self.client = client
+        self.binding_timeout = binding_timeout  # DynamicResourcesArgs.bindingTimeout, in seconds
+        self._claim_waiters: set[asyncio.Event] = set()  # PreBinds waiting for binding conditions
         self._allocate = allocate
         self.gates = gates or FeatureGates()
         self.scheduler_name = scheduler_name
@@ -614,6 +623,8 @@ class Scheduler:
         self._move_all(f"node {type_.lower()}")
 
     def _on_claim(self, type_: str, claim: Obj, old: Obj | None) -> None:
+        for waiter in self._claim_waiters:
+            waiter.set()
         m = claim["metadata"]
         k = (m.get("namespace", ""), m["name"])
         self.held.claim_changed(*k)
@@ -833,7 +844,7 @@ class Scheduler:
             reason = self._filter_node(pod, node, node_requests, usage)
             t1 = time.perf_counter()
             if reason is None:
-                reason, blocking = self._filter_allocated_claims(pod, node, allocated, uid)
+                reason, blocking = self._filter_allocated_claims(node, allocated, uid)
                 if blocking is not None and blocking not in unavailable:
                     unavailable.append(blocking)
             new_allocs: list[tuple[Obj, Obj]] = []
@@ -918,14 +929,16 @@ class Scheduler:
                 return f"Insufficient {res}"
         return None
 
-    @staticmethod
-    def _filter_allocated_claims(pod: Obj, node: Obj, allocated: list[Obj],
+    def _filter_allocated_claims(self, node: Obj, allocated: list[Obj],
                                  uid: str | None) -> tuple[str | None, Obj | None]:
         """Why the pod's allocated claims rule the node out (None: they don't), and the claim whose allocation
-        is elsewhere (a PostFilter candidate)."""
+        is elsewhere, or whose binding failed or timed out (a PostFilter candidate)."""
         for c in allocated:
             status = c["status"]
             if not match_node_selector(status["allocation"].get("nodeSelector"), node):
+                return MSG_NOT_AVAILABLE, c
+            if bindingconditions.binding_conditions_on(self.gates) and \
+                    bindingconditions.unavailable(c, self.binding_timeout):
                 return MSG_NOT_AVAILABLE, c
             reserved = status.get("reservedFor") or []
             if not any(r.get("uid") == uid for r in reserved) and len(reserved) >= RESERVED_FOR_MAX:
@@ -969,6 +982,7 @@ class Scheduler:
         allocated_here = {c["metadata"]["uid"] for c, _ in new_allocs}
         created: Obj | None = None
         status_written = False
+        claim_names: list[str] = []  # every claim PreBind wrote or relies on
         t0 = time.perf_counter()
         try:
             if special is not None:
@@ -984,6 +998,7 @@ class Scheduler:
                     self.assumed_claims[(ns, cm["name"])] = updated
                     written.append((ns, cm["name"]))
                 self.in_flight.pop(special["metadata"]["uid"], None)
+                claim_names.append(cm["name"])
                 ext_reqs = extended.extended_requests(pod, {c["metadata"]["name"]: c for c in self.classes.list()})
                 await self._patch_pod_status(pod, {"extendedResourceClaimStatus": extended.claim_status(
                     cm["name"], created.get("spec") or {}, ext_reqs)})
@@ -995,11 +1010,18 @@ class Scheduler:
                     self.assumed_claims[(ns, cm["name"])] = updated
                     written.append((ns, cm["name"]))
                 self.in_flight.pop(cm["uid"], None)
+                claim_names.append(cm["name"])
+            if bindingconditions.binding_conditions_on(self.gates):
+                await self._wait_for_binding_conditions(pod, node, claim_names)
             await self.client.request("POST", resource_path("", "v1", "pods", ns, name, "binding"),
                                       {"apiVersion": "v1", "kind": "Binding",
                                        "metadata": {"name": name, "namespace": ns, "uid": uid},
                                        "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
-        except (APIStatusError, aiohttp.ClientError, asyncio.TimeoutError, BindError) as e:
+        except (APIStatusError, aiohttp.ClientError, asyncio.TimeoutError, BindError,
+                bindingconditions.BindingFailed) as e:
+            # A failed or timed-out attach leaves the allocation in place, as upstream's Unreserve does: the next
+            # attempt's Filter sees why and PostFilter deallocates it.
+            conditions_failed = isinstance(e, bindingconditions.BindingFailed)
             if claims or special is not None:
                 _observe("PreBind", "Error", t0)
             self._count_attempt("error")
@@ -1012,15 +1034,19 @@ class Scheduler:
                     # Another scheduler bound it, relying on these claims' reservations: keep them.
                     log.info("pod %s was bound by another scheduler; its reservations stay", key)
                     return
-                await self._unreserve(ns, written, uid, allocated_here)
+                await self._unreserve(ns, written, uid, set() if conditions_failed else allocated_here)
                 if created is not None:
                     await self._delete_special_claim(created, status_written, pod)
             finally:
                 self.assumed_pods.pop(uid, None)
             current = self.pods.get(ns, name)
             if current is not None and current["metadata"].get("uid") == uid and self._wants(current):
-                await self._failed(pod, f"Binding rejected: {e}", condition=False)
-                self._to_backoff(key)
+                self._to_backoff(key)  # first: our own status write must not activate it at once
+                if conditions_failed:  # upstream's message for a PreBind error, reason SchedulerError
+                    await self._failed(pod, f'running PreBind plugin "{PLUGIN}": {e}', reason="SchedulerError",
+                                       clear_nominated=True)
+                else:
+                    await self._failed(pod, f"Binding rejected: {e}", condition=False)
             return
         except asyncio.CancelledError:
             for c, _ in new_allocs:
@@ -1033,6 +1059,54 @@ class Scheduler:
         self.attempts.pop(key, None)
         log.info("pod %s bound to %s", key, node)
         await self._event(pod, "Normal", "Scheduled", f"Successfully assigned {ns}/{name} to {node}")
+
+    async def _wait_for_binding_conditions(self, pod: Obj, node: str, names: list[str]) -> None:
+        """PreBind's wait (KEP-5007): return once every binding condition of the pod's claims is True; raise
+        BindingFailed on a True failure condition or when the binding timeout passes."""
+        m = pod["metadata"]
+        ns = m.get("namespace", "")
+        if not any(bindingconditions.has_binding_conditions(self.claim(ns, n)) for n in names):
+            return
+        # NominatedNodeNameForExpectation: tell others where the pod is going while it waits.
+        try:
+            await self._patch_pod_status(pod, {"nominatedNodeName": node})
+        except (APIStatusError, aiohttp.ClientError, asyncio.TimeoutError) as e:
+            log.info("pod %s/%s: setting nominatedNodeName: %s", ns, m["name"], e)
+        await self._event(pod, "Normal", bindingconditions.EVENT_REASON_PENDING,
+                          f"waiting for binding conditions for device on node {node}", action="Scheduling")
+        waiter = asyncio.Event()
+        self._claim_waiters.add(waiter)
+        deadline = time.monotonic() + self.binding_timeout
+        try:
+            while True:
+                waiter.clear()
+                if self._ready_for_binding(pod, names):
+                    return
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise bindingconditions.BindingFailed("device binding timeout")
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(waiter.wait(), min(remaining, bindingconditions.POLL_INTERVAL))
+        finally:
+            self._claim_waiters.discard(waiter)
+
+    def _ready_for_binding(self, pod: Obj, names: list[str]) -> bool:
+        """Upstream's isPodReadyForBinding over the informer's (or our own newer) view of the claims."""
+        m = pod["metadata"]
+        ns = m.get("namespace", "")
+        current = self.pods.get(ns, m["name"])
+        if current is None or current["metadata"].get("uid") != m.get("uid") or \
+                current["metadata"].get("deletionTimestamp"):
+            raise BindError(f"pod {ns}/{m['name']} was deleted while waiting for binding conditions")
+        for name in names:
+            claim = self.claim(ns, name)
+            if claim is None:
+                raise BindError(f'resourceclaim "{name}" not found')
+            if not bindingconditions.claim_ready(claim):
+                if bindingconditions.claim_timed_out(claim, self.binding_timeout):
+                    raise bindingconditions.BindingFailed(f"claim {name} binding timeout")
+                return False
+        return True
 
     async def _bound_elsewhere(self, ns: str, name: str, uid: str, e: BaseException) -> bool:
         """After a 409 from pods/binding: whether the pod (this very pod) already has a node."""
@@ -1085,6 +1159,9 @@ class Scheduler:
         path = resource_path(GROUP, VERSION, "resourceclaims", ns, cname)
         uid = pod["metadata"]["uid"]
         claim = self.claim(ns, cname)
+        if allocation is not None and bindingconditions.binding_conditions_on(self.gates):
+            # The binding timeout counts from the moment the allocation is written (upstream's bindClaim).
+            allocation = {**allocation, "allocationTimestamp": now_time()}
         for attempt in range(5):
             if claim is None or claim["metadata"].get("uid") != cuid:
                 raise BindError(f"resourceclaim {ns}/{cname} changed (deleted or replaced)")
@@ -1150,11 +1227,12 @@ class Scheduler:
 
     # ---------------------------------------------------------------- reporting
 
-    async def _failed(self, pod: Obj, message: str, condition: bool = True) -> None:
+    async def _failed(self, pod: Obj, message: str, condition: bool = True, reason: str = "Unschedulable",
+                      clear_nominated: bool = False) -> None:
         m = pod["metadata"]
         log.info("pod %s/%s unschedulable: %s", m.get("namespace"), m["name"], message)
         if condition:
-            await self._set_condition(pod, message)
+            await self._set_condition(pod, message, reason, clear_nominated)
         uid = m.get("uid", "")
         last = self._last_event.get(uid)
         now = time.monotonic()
@@ -1163,28 +1241,33 @@ class Scheduler:
         self._last_event[uid] = (message, now)
         await self._event(pod, "Warning", "FailedScheduling", message)
 
-    async def _set_condition(self, pod: Obj, message: str) -> None:
+    async def _set_condition(self, pod: Obj, message: str, reason: str = "Unschedulable",
+                             clear_nominated: bool = False) -> None:
         m = pod["metadata"]
         current = self.pods.get(m.get("namespace"), m["name"]) or pod
         conditions = list((current.get("status") or {}).get("conditions") or [])
         old = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
-        if old is not None and old.get("status") == "False" and old.get("reason") == "Unschedulable" and \
-                old.get("message") == message:
+        nominated = (current.get("status") or {}).get("nominatedNodeName")
+        if old is not None and old.get("status") == "False" and old.get("reason") == reason and \
+                old.get("message") == message and not (clear_nominated and nominated):
             return
-        cond = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
+        cond = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message,
                 "lastProbeTime": None,
                 "lastTransitionTime": old["lastTransitionTime"] if old and old.get("status") == "False"
                 and old.get("lastTransitionTime") else now_time()}
         conditions = [c for c in conditions if c.get("type") != "PodScheduled"] + [cond]
+        status: Obj = {"conditions": conditions}
+        if clear_nominated and nominated:
+            status["nominatedNodeName"] = None
         try:
             await self.client.request(
                 "PATCH", resource_path("", "v1", "pods", m.get("namespace"), m["name"], "status"),
-                {"metadata": {"uid": m.get("uid")}, "status": {"conditions": conditions}},
+                {"metadata": {"uid": m.get("uid")}, "status": status},
                 content_type="application/strategic-merge-patch+json")
         except (APIStatusError, aiohttp.ClientError, asyncio.TimeoutError) as e:
             log.debug("pod %s/%s: setting PodScheduled: %s", m.get("namespace"), m["name"], e)
 
-    async def _event(self, pod: Obj, type_: str, reason: str, message: str) -> None:
+    async def _event(self, pod: Obj, type_: str, reason: str, message: str, action: str | None = None) -> None:
         m = pod["metadata"]
         ns = m.get("namespace") or "default"
         now = now_time()
@@ -1196,7 +1279,7 @@ class Scheduler:
                  "source": {"component": self.scheduler_name},
                  "firstTimestamp": now, "lastTimestamp": now, "count": 1,
                  "reportingComponent": self.scheduler_name, "reportingInstance": self.scheduler_name,
-                 "action": "Scheduling" if reason == "FailedScheduling" else "Binding"}
+                 "action": action or ("Scheduling" if reason == "FailedScheduling" else "Binding")}
         try:
             await self.client.request("POST", resource_path("", "v1", "events", ns), event)
         except (APIStatusError, aiohttp.ClientError, asyncio.TimeoutError) as e:
@@ -1215,11 +1298,12 @@ def _gates(gates: FeatureGates | dict[str, bool] | str | None) -> FeatureGates:
 
 async def run_scheduler(server_url: str, stop: asyncio.Event | None = None,
                         gates: FeatureGates | dict[str, bool] | str | None = None,
-                        allocate: Allocate | None = None, user_agent: str = "dramock-scheduler") -> None:
+                        allocate: Allocate | None = None, user_agent: str = "dramock-scheduler",
+                        binding_timeout: float = bindingconditions.DEFAULT_BINDING_TIMEOUT) -> None:
     """Run the scheduler against `server_url` until `stop` is set (forever when None)."""
     stop = stop or asyncio.Event()
     client = Client(server_url, user_agent)
     try:
-        await Scheduler(client, allocate=allocate, gates=_gates(gates)).run(stop)
+        await Scheduler(client, allocate=allocate, gates=_gates(gates), binding_timeout=binding_timeout).run(stop)
     finally:
         await client.close()
