@@ -342,3 +342,14 @@ def test_timeout_releases_the_allocation_and_retries(cluster):
     assert code == 200, body
     wait_for(lambda: c.pod("pod-slow")["spec"].get("nodeName") == NODE, 40, what="the pod to bind at last")
     _delete(c, "pod-slow", "attach-slow")
+
+
+@pytest.mark.parametrize("command", [["scheduler", "--server", "http://127.0.0.1:1"], ["serve", "--nodes", "0"]])
+def test_binding_timeout_flag_refuses_less_than_a_second(command, tmp_path):
+    res = subprocess.run([sys.executable, "-m", "dramock", *command, "--data-dir", str(tmp_path),
+                          "--dra-binding-timeout", "500ms"] if command[0] == "serve" else
+                         [sys.executable, "-m", "dramock", *command, "--dra-binding-timeout", "500ms"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2
+    assert 'invalid argument for --dra-binding-timeout: bindingTimeout: Invalid value: "500ms": must be at least 1s' \
+        in res.stderr
