@@ -27,6 +27,7 @@ Per feature (1.37 gates in dramock.schemas.featuregates):
   * DRADeviceTaints / DRADeviceTaintRules: NoSchedule/NoExecute taints must be tolerated.
   * DRADeviceBindingConditions: bindingConditions copied into results, pools with binding conditions
     last, `bindsToNode` pins the node, `allocationTimestamp` set when any result has binding conditions.
+  * DRAOptionalNodeOperations (KEP-5945): the slice's `skipNodeOperations` copied into each result.
 """
 
 from __future__ import annotations
@@ -365,6 +366,7 @@ class _Allocator:
         self.taint_rules_on = self.taints_on and g.enabled("DRADeviceTaintRules")
         self.binding_on = g.enabled("DRADeviceBindingConditions")
         self.compat_on = g.enabled("DRADeviceCompatibilityGroups")
+        self.skip_ops_on = g.enabled("DRAOptionalNodeOperations")
         self.fractional = g.enabled("DRAFractionalCapacityRange")
         self.node = inp.node
         self.node_name = ((inp.node or {}).get("metadata") or {}).get("name", "")
@@ -1040,6 +1042,8 @@ class _Allocator:
                     any_binding = True
                     r["bindingConditions"] = list(dev.device["bindingConditions"])
                     r["bindingFailureConditions"] = list(dev.device.get("bindingFailureConditions") or [])
+                if self.skip_ops_on and dev.slice["spec"].get("skipNodeOperations"):
+                    r["skipNodeOperations"] = list(dev.slice["spec"]["skipNodeOperations"])
                 if share_id:
                     r["shareID"] = share_id
                 if consumed:
