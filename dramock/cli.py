@@ -158,7 +158,7 @@ def _run_server(args: argparse.Namespace) -> int:
         print(f"dramock: invalid argument for --feature-gates: {e}", file=sys.stderr)
         return 2
     try:
-        registry.configure(registry.parse_runtime_config(args.runtime_config))
+        registry.configure(registry.parse_runtime_config(args.runtime_config), featuregates.FeatureGates(gates))
     except registry.RuntimeConfigError as e:
         print(f"dramock: invalid argument for --runtime-config: {e}", file=sys.stderr)
         return 2
