@@ -3,6 +3,10 @@
 DRAOptionalNodeOperations (KEP-5945): a ResourceSlice's `skipNodeOperations` is copied into the allocation
 results, and the kubelet skips NodePrepareResources / NodeUnprepareResources for a driver when every device of
 that driver in the claim skips it. A driver that needs no node preparation then need not run on the node at all.
+
+DRAResourcePoolStatus (KEP-5677): `resource.k8s.io/v1alpha3` ResourcePoolStatusRequest is served with
+`--runtime-config resource.k8s.io/v1alpha3=true` and the gate (and with neither alone); the controller manager
+answers each request once with its pools' device counts.
 """
 
 from __future__ import annotations
@@ -115,3 +119,123 @@ def test_gate_off_drops_the_field_and_prepares(gate_off):
     msgs = wait_for(lambda: _events(s, ns, "FailedPrepareDynamicResources"), 30, what="the prepare failure")
     assert any(f"DRA driver {DRIVER} is not registered on node node-1" in m for m in msgs), msgs
     assert "skipNodeOperations" not in _result(s, ns)
+
+
+# ---------------------------------------------------------------- DRAResourcePoolStatus
+
+RPS = "/apis/resource.k8s.io/v1alpha3/resourcepoolstatusrequests"
+V1ALPHA3 = ("--runtime-config", "resource.k8s.io/v1alpha3=true")
+
+
+@pytest.fixture(scope="module")
+def pool_status_on() -> Iterator[Server]:
+    """serve (controller manager, scheduler, node-1 with the example driver's 8 GPUs) with the kind on."""
+    tmp = tempfile.mkdtemp(prefix="dramock-alpha-", dir="/tmp")
+    s = start_server(tmp, "--nodes", "1", "--feature-gates", "DRAResourcePoolStatus=true", *V1ALPHA3,
+                     command="serve")
+    wait_for(lambda: s.request("GET", f"{R}/resourceslices")[2].get("items"), 30, what="node-1's slice")
+    yield s
+    stop(s)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _request(s: Server, name: str, spec: dict) -> dict:
+    code, _, body = s.request("POST", RPS, {"apiVersion": "resource.k8s.io/v1alpha3",
+                                            "kind": "ResourcePoolStatusRequest", "metadata": {"name": name},
+                                            "spec": spec})
+    assert code == 201, body
+    return body
+
+
+def _answered(s: Server, name: str) -> dict:
+    return wait_for(lambda: s.request("GET", f"{RPS}/{name}")[2].get("status"), 20, what=f"the answer to {name}")
+
+
+@pytest.mark.e2e
+def test_pool_status_request_is_answered(pool_status_on):
+    s = pool_status_on
+    created = _request(s, "all-gpus", {"driver": "gpu.example.com"})
+    assert created["spec"]["limit"] == 100  # defaulted
+    # One GPU allocated by hand (no pod needed: the controller reads claims' allocations), one tainted.
+    code, _, claim = s.request("POST", f"{R}/namespaces/default/resourceclaims", {
+        "metadata": {"name": "held"}, "spec": {"devices": {"requests": [{"name": "r", "exactly": {
+            "deviceClassName": "gpu.example.com"}}]}}})
+    assert code == 201, claim
+    claim["status"] = {"allocation": {"devices": {"results": [
+        {"request": "r", "driver": "gpu.example.com", "pool": "node-1", "device": "gpu-3"}]}}}
+    assert s.request("PUT", f"{R}/namespaces/default/resourceclaims/held/status", claim)[0] == 200
+    code, _, body = s.request("POST", f"{R}/devicetaintrules", {
+        "metadata": {"name": "gpu-5-broken"},
+        "spec": {"deviceSelector": {"driver": "gpu.example.com", "pool": "node-1", "device": "gpu-5"},
+                 "taint": {"key": "broken", "effect": "NoSchedule"}}})
+    assert code == 201, body
+    # The first request may have been answered before; a new one sees the allocation and the taint.
+    _answered(s, "all-gpus")
+    _request(s, "after", {"driver": "gpu.example.com"})
+    status = _answered(s, "after")
+    assert status["poolCount"] == 1
+    [pool] = status["pools"]
+    assert pool == {"driver": "gpu.example.com", "poolName": "node-1", "nodeName": "node-1",
+                    "generation": pool["generation"], "resourceSliceCount": 1, "totalDevices": 8,
+                    "allocatedDevices": 1, "unavailableDevices": 1, "availableDevices": 6}
+    [cond] = status["conditions"]
+    assert (cond["type"], cond["status"], cond["reason"], cond["message"]) == \
+        ("Complete", "True", "CalculationComplete", "Calculated status for 1 pools")
+    # Answered once: the status is final.
+    req = s.request("GET", f"{RPS}/after")[2]
+    req["status"]["poolCount"] = 7
+    code, _, body = s.request("PUT", f"{RPS}/after/status", req)
+    assert code == 422 and body["details"]["causes"][0]["field"] == "status", body
+    # No pool of another driver.
+    _request(s, "none", {"driver": "nothing.example.com"})
+    none = _answered(s, "none")
+    assert none["poolCount"] == 0 and "pools" not in none
+    assert none["conditions"][0]["message"] == "Calculated status for 0 pools"
+
+
+@pytest.mark.e2e
+def test_pool_status_request_incomplete_pool(pool_status_on):
+    s = pool_status_on
+    code, _, body = s.request("POST", f"{R}/resourceslices", {
+        "metadata": {"name": "half-pool"},
+        "spec": {"driver": "half.example.com", "allNodes": True,
+                 "pool": {"name": "half", "generation": 3, "resourceSliceCount": 2},
+                 "devices": [{"name": "d0"}]}})
+    assert code == 201, body
+    _request(s, "half", {"driver": "half.example.com", "poolName": "half", "limit": 5})
+    status = wait_for(lambda: s.request("GET", f"{RPS}/half")[2].get("status"), 40, what="the late answer")
+    [pool] = status["pools"]
+    assert pool == {"driver": "half.example.com", "poolName": "half", "generation": 3,
+                    "validationError": "PoolIncomplete: pool half.example.com/half is incomplete: observed 1/2 "
+                                       "slices at generation 3"}
+    assert status["conditions"][0]["message"] == "Calculated status for 1 pools (1 incomplete)"
+
+
+@pytest.mark.e2e
+def test_pool_status_request_validation(pool_status_on):
+    s = pool_status_on
+    code, _, body = s.request("POST", RPS, {"apiVersion": "resource.k8s.io/v1alpha3",
+                                            "kind": "ResourcePoolStatusRequest", "metadata": {"name": "bad"},
+                                            "spec": {"limit": 1001}})
+    assert code == 422, body
+    assert sorted((c["field"], c["message"]) for c in body["details"]["causes"]) == [
+        ("spec.driver", "Required value"),
+        ("spec.limit", "Invalid value: 1001: must be less than or equal to 1000")]
+    _request(s, "fixed", {"driver": "gpu.example.com"})
+    req = s.request("GET", f"{RPS}/fixed")[2]
+    req["spec"]["limit"] = 2
+    del req["metadata"]["resourceVersion"]  # the controller may answer it meanwhile
+    code, _, body = s.request("PUT", f"{RPS}/fixed", req)
+    assert code == 422 and "field is immutable" in body["message"], body
+
+
+@pytest.mark.parametrize("args", [V1ALPHA3, ("--feature-gates", "DRAResourcePoolStatus=true")])
+def test_pool_status_request_needs_both_the_version_and_the_gate(tmp_path, args):
+    s = start_server(str(tmp_path), *args)
+    try:
+        code, _, _ = s.request("GET", RPS)
+        assert code == 404
+        resources = s.request("GET", "/apis/resource.k8s.io/v1alpha3")[2].get("resources") or []
+        assert "resourcepoolstatusrequests" not in {r["name"] for r in resources}
+    finally:
+        stop(s)

@@ -12,6 +12,7 @@ from dramock.controllers.garbagecollector import GarbageCollector
 from dramock.controllers.namespace import NamespaceController
 from dramock.controllers.quota import QuotaController
 from dramock.controllers.resourceclaim import ResourceClaimController, register_metrics
+from dramock.controllers.resourcepoolstatus import ResourcePoolStatusController
 
 log = logging.getLogger("dramock.controllers.manager")
 
@@ -23,11 +24,13 @@ class ControllerManager:
         self.quota = QuotaController(client)
         self.resourceclaim = ResourceClaimController(client)
         self.garbagecollector = GarbageCollector(client)
+        self.resourcepoolstatus = ResourcePoolStatusController(client)  # idle unless its API is served
         register_metrics(self.resourceclaim)
 
     async def run(self, stop: asyncio.Event) -> None:
         tasks = [asyncio.create_task(c.run(stop), name=type(c).__name__)
-                 for c in (self.namespace, self.quota, self.resourceclaim, self.garbagecollector)]
+                 for c in (self.namespace, self.quota, self.resourceclaim, self.garbagecollector,
+                           self.resourcepoolstatus)]
         try:
             await stop.wait()
         finally:
