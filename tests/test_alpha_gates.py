@@ -239,3 +239,74 @@ def test_pool_status_request_needs_both_the_version_and_the_gate(tmp_path, args)
         assert "resourcepoolstatusrequests" not in {r["name"] for r in resources}
     finally:
         stop(s)
+
+
+# ---------------------------------------------------------------- DRADerivedAttributes
+
+NUMA_SLICES = [
+    {"metadata": {"name": "numa-gpus"},
+     "spec": {"driver": "gpu2.example.com", "nodeName": "node-1",
+              "pool": {"name": "numa-gpus", "generation": 1, "resourceSliceCount": 1},
+              "devices": [{"name": "gpu-a", "attributes": {"numaNode": {"int": 1}}}]}},
+    {"metadata": {"name": "numa-nics"},
+     "spec": {"driver": "nic.example.com", "nodeName": "node-1",
+              "pool": {"name": "numa-nics", "generation": 1, "resourceSliceCount": 1},
+              "devices": [{"name": "nic-x", "attributes": {"numa": {"int": 0}}},
+                          {"name": "nic-y", "attributes": {"numa": {"int": 1}}}]}},
+]
+NUMA_CLAIM = {
+    "metadata": {"name": "gpu-and-nic"},
+    "spec": {"devices": {
+        "requests": [
+            {"name": "gpu", "exactly": {"deviceClassName": "numa-gpus", "derivedAttributes": [
+                {"name": "derived/numa", "expression": 'device.attributes["gpu2.example.com"].numaNode'}]}},
+            {"name": "nic", "exactly": {"deviceClassName": "numa-nics", "derivedAttributes": [
+                {"name": "derived/numa", "expression": 'device.attributes["nic.example.com"].numa'}]}}],
+        "constraints": [{"matchAttribute": "derived/numa"}]}}}
+
+
+def _numa_setup(s: Server, ns: str) -> None:
+    assert s.request("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})[0] == 201
+    for sl in NUMA_SLICES:
+        code, _, body = s.request("POST", f"{R}/resourceslices", sl)
+        assert code in (201, 409), body
+    for cls, driver in (("numa-gpus", "gpu2.example.com"), ("numa-nics", "nic.example.com")):
+        code, _, body = s.request("POST", f"{R}/deviceclasses", {"metadata": {"name": cls}, "spec": {
+            "selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}})
+        assert code in (201, 409), body
+    code, _, body = s.request("POST", f"{R}/namespaces/{ns}/resourceclaims", NUMA_CLAIM)
+    assert code == 201, body
+    code, _, body = s.request("POST", f"/api/v1/namespaces/{ns}/pods", {
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"claims": [{"name": "x"}]}}],
+                 "resourceClaims": [{"name": "x", "resourceClaimName": "gpu-and-nic"}]}})
+    assert code == 201, body
+
+
+@pytest.fixture(scope="module")
+def derived_on() -> Iterator[Server]:
+    s, tmp = _serve("DRADerivedAttributes=true")
+    yield s
+    stop(s)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.mark.e2e
+def test_derived_attributes_align_devices_of_two_drivers(derived_on):
+    s, ns = derived_on, "derived-on"
+    _numa_setup(s, ns)
+    claim = wait_for(lambda: (c := s.request("GET", f"{R}/namespaces/{ns}/resourceclaims/gpu-and-nic")[2])
+                     .get("status", {}).get("allocation") and c, 30, what="the claim allocated")
+    assert claim["spec"]["devices"]["requests"][1]["exactly"]["derivedAttributes"]  # kept with the gate on
+    devices = {r["request"]: r["device"] for r in claim["status"]["allocation"]["devices"]["results"]}
+    assert devices == {"gpu": "gpu-a", "nic": "nic-y"}  # the NIC on the GPU's NUMA node, not nic-x
+
+
+@pytest.mark.e2e
+def test_derived_attributes_gate_off(gate_off):
+    s, ns = gate_off, "derived-off"
+    _numa_setup(s, ns)
+    claim = s.request("GET", f"{R}/namespaces/{ns}/resourceclaims/gpu-and-nic")[2]
+    assert "derivedAttributes" not in claim["spec"]["devices"]["requests"][0]["exactly"]  # dropped
+    msgs = wait_for(lambda: _events(s, ns, "FailedScheduling"), 30, what="FailedScheduling")
+    assert msgs[-1] == "0/1 nodes are available: 1 cannot allocate all claims.", msgs

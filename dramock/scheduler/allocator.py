@@ -28,6 +28,8 @@ Per feature (1.37 gates in dramock.schemas.featuregates):
   * DRADeviceBindingConditions: bindingConditions copied into results, pools with binding conditions
     last, `bindsToNode` pins the node, `allocationTimestamp` set when any result has binding conditions.
   * DRAOptionalNodeOperations (KEP-5945): the slice's `skipNodeOperations` copied into each result.
+  * DRADerivedAttributes: a request's `derivedAttributes` (CEL per candidate device) stand in for the device's
+    attribute of that name in the claim's matchAttribute / distinctAttribute constraints.
 """
 
 from __future__ import annotations
@@ -269,7 +271,7 @@ class _Req:
     """A request without subrequests, or one subrequest (requestData upstream)."""
 
     __slots__ = ("admin", "all_devs", "base", "capacity", "cands", "class_name", "class_obj", "count",
-                 "mode", "num", "selectors", "sub", "tolerations")
+                 "derived", "mode", "num", "selectors", "sub", "tolerations")
 
     def __init__(self, base: str, sub: str | None, spec: Obj, admin: bool):
         self.base, self.sub = base, sub
@@ -281,6 +283,8 @@ class _Req:
         self.selectors = spec.get("selectors") or []
         self.tolerations = spec.get("tolerations") or []
         self.capacity = (spec.get("capacity") or {}).get("requests") or {}
+        # DRADerivedAttributes: attribute name -> CEL expression (set by the allocator when the gate is on).
+        self.derived: dict[str, str] = {}
         self.cands: list[_Dev] | None = None
         self.all_devs: list[_Dev] = []
         self.num = 0
@@ -305,7 +309,8 @@ class _Constraint:
     def add(self, req: _Req, dev: _Dev) -> bool:
         if not self.applies(req):
             return True
-        v = dev.attribute(self.attribute)
+        expr = req.derived.get(self.attribute)
+        v = dev.attribute(self.attribute) if expr is None else _derived_value(req, self.attribute, expr, dev)
         if v is None:
             return False
         if self.distinct:
@@ -319,6 +324,40 @@ class _Constraint:
     def remove(self, req: _Req, dev: _Dev) -> None:
         if self.applies(req):
             self.values.pop()
+
+
+def _derived_value(req: _Req, name: str, expression: str, dev: _Dev) -> tuple | None:
+    """A derived attribute's value for `dev`, shaped as _attr_value shapes a device attribute. A CEL error
+    aborts the allocation (upstream: silent topology mismatches are worse than a failed pod)."""
+    where = f"request {req.name}: derived attribute {name}"
+    try:
+        value = cel.compile(expression, cost_limit=None, derived_attribute=True).evaluate_value(dev.env())
+    except cel.CELCompileError as e:
+        raise _Error(f"{where}: CEL compile error: {e.message}") from None
+    except cel.CELRuntimeError as e:
+        raise _Error(f"{where}: CEL runtime error: {e.message}") from None
+
+    def scalar(v: Any) -> tuple[str, Any] | None:
+        if isinstance(v, bool):
+            return ("bool", v)
+        if isinstance(v, int):
+            return ("int", v)
+        if isinstance(v, str):
+            return ("string", v)
+        if isinstance(v, cel.Semver):
+            return ("version", str(v))
+        return None
+
+    if isinstance(value, list):
+        items = [scalar(v) for v in value]
+        if any(i is None for i in items) or len({i[0] for i in items if i}) > 1:
+            raise _Error(f"{where}: CEL runtime error: must evaluate to a list of one scalar type")
+        kind = items[0][0] if items else "string"
+        return (kind + "s", tuple(i[1] for i in items if i))
+    out = scalar(value)
+    if out is None:
+        raise _Error(f"{where}: CEL runtime error: must evaluate to a primitive scalar, not {type(value).__name__}")
+    return out
 
 
 # ============================================================================ the allocator
@@ -518,6 +557,12 @@ class _Allocator:
 
     # ------------------------------------------------------------------ requests
 
+    def _with_derived(self, req: _Req, spec: Obj) -> _Req:
+        if self.inp.gates.enabled("DRADerivedAttributes"):
+            req.derived = {d["name"]: d.get("expression", "") for d in spec.get("derivedAttributes") or []
+                           if isinstance(d, dict) and d.get("name")}
+        return req
+
     def prepare(self) -> None:
         gates = self.inp.gates
         for ci, claim in enumerate(self.claims):
@@ -536,14 +581,16 @@ class _Allocator:
                         if not self.consumable and sub.get("capacity"):
                             raise _Error(f"claim {_kobj(claim)}, subrequest {sub.get('name', '')}: has capacity "
                                          "requests, but the DRAConsumableCapacity feature is disabled")
-                        alts.append(self.validate(ci, _Req(name, sub.get("name", ""), sub, False)))
+                        alts.append(self.validate(ci, self._with_derived(_Req(name, sub.get("name", ""), sub, False),
+                                                                         sub)))
                     min_total += min(r.num for r in alts)
                 else:
                     exactly = request.get("exactly") or {}
                     if not self.consumable and exactly.get("capacity"):
                         raise _Error(f"claim {_kobj(claim)}, request {name}: has capacity requests, but the "
                                      "DRAConsumableCapacity feature is disabled")
-                    req = self.validate(ci, _Req(name, None, exactly, bool(exactly.get("adminAccess"))))
+                    req = self.validate(ci, self._with_derived(
+                        _Req(name, None, exactly, bool(exactly.get("adminAccess"))), exactly))
                     alts = [req]
                     min_total += req.num
                 per_claim.append(alts)
