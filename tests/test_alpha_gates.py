@@ -310,3 +310,27 @@ def test_derived_attributes_gate_off(gate_off):
     assert "derivedAttributes" not in claim["spec"]["devices"]["requests"][0]["exactly"]  # dropped
     msgs = wait_for(lambda: _events(s, ns, "FailedScheduling"), 30, what="FailedScheduling")
     assert msgs[-1] == "0/1 nodes are available: 1 cannot allocate all claims.", msgs
+
+
+def test_readme_gate_table_says_what_each_gate_does():
+    """One row per 1.37 DRA gate: its default and stage as featuregates.GATES has them, and what dramock does."""
+    from pathlib import Path
+
+    from dramock.schemas import featuregates
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    header = "| gate | 1.37 default | stage | what dramock does with it on |"
+    assert header in text
+    rows = {}
+    for line in text[text.index(header):].splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[cells[0]] = cells[1:]
+    assert sorted(rows) == sorted(featuregates.GATES)
+    for name, (default, stage, what) in rows.items():
+        gate = featuregates.GATES[name]
+        assert default.split()[0] == ("on" if gate.default else "off"), name
+        assert ("(locked)" in default) == gate.locked, name
+        assert stage == gate.stage.lower() if gate.stage != "GA" else stage == "GA", name
+        assert what, name
