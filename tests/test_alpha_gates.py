@@ -334,3 +334,86 @@ def test_readme_gate_table_says_what_each_gate_does():
         assert ("(locked)" in default) == gate.locked, name
         assert stage == gate.stage.lower() if gate.stage != "GA" else stage == "GA", name
         assert what, name
+
+
+# ---------------------------------------------------------------- DRANodeAllocatableResources
+
+CPU_SLICE = {
+    "metadata": {"name": "cpusets"},
+    "spec": {"driver": "cpuset.example.com", "nodeName": "node-1",
+             "pool": {"name": "cpusets", "generation": 1, "resourceSliceCount": 1},
+             "devices": [{"name": f"cpuset-{i}", "nodeAllocatableResources": {
+                 "cpu": {"mapping": {"deviceMultiplier": "6"}},
+                 "memory": {"overhead": {"perPod": "1Gi"}}}} for i in range(2)]}}
+
+
+def _cpu_pod(s: Server, ns: str, pod: str, claim: str, create_claim: bool = True) -> None:
+    if create_claim:
+        code, _, body = s.request("POST", f"{R}/namespaces/{ns}/resourceclaims", {
+            "metadata": {"name": claim},
+            "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "cpusets"}}]}}})
+        assert code == 201, body
+    code, _, body = s.request("POST", f"/api/v1/namespaces/{ns}/pods", {
+        "metadata": {"name": pod},
+        "spec": {"containers": [{"name": "main", "image": "busybox",
+                                 "resources": {"requests": {"cpu": "1"}, "claims": [{"name": "cpus"}]}}],
+                 "resourceClaims": [{"name": "cpus", "resourceClaimName": claim}]}})
+    assert code == 201, body
+
+
+def _cpu_setup(s: Server, ns: str) -> None:
+    assert s.request("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})[0] == 201
+    assert s.request("POST", f"{R}/resourceslices", CPU_SLICE)[0] in (201, 409)
+    assert s.request("POST", f"{R}/deviceclasses", {"metadata": {"name": "cpusets"}, "spec": {
+        "selectors": [{"cel": {"expression": 'device.driver == "cpuset.example.com"'}}]}})[0] in (201, 409)
+
+
+@pytest.fixture(scope="module")
+def node_allocatable_on() -> Iterator[Server]:
+    s, tmp = _serve("DRANodeAllocatableResources=true")
+    yield s
+    stop(s)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.mark.e2e
+def test_node_allocatable_resources_count_against_the_node(node_allocatable_on):
+    s, ns = node_allocatable_on, "cpus-on"
+    _cpu_setup(s, ns)
+    _cpu_pod(s, ns, "a", "cpus-a")
+    pod = wait_for(lambda: (p := _pod_named(s, ns, "a"))["spec"].get("nodeName") and p, 30, what="pod a bound")
+    assert pod["status"]["nodeAllocatableResourceClaimStatuses"] == [
+        {"resourceClaimName": "cpus-a", "containers": ["main"], "mapping": [{"name": "cpu", "quantity": "6"}],
+         "overhead": [{"name": "memory", "perPod": "1Gi"}]}]
+    # node-1 has 8 cpus: pod a holds 1 + 6; another such pod does not fit although a cpuset device is free.
+    _cpu_pod(s, ns, "b", "cpus-b")
+    msgs = wait_for(lambda: [e["message"] for e in _pod_events(s, ns, "b", "FailedScheduling")], 30,
+                    what="pod b unschedulable")
+    assert msgs[-1] == "0/1 nodes are available: 1 Insufficient cpu.", msgs
+    # A claim with a mapped device is not shared.
+    _cpu_pod(s, ns, "c", "cpus-a", create_claim=False)
+    msgs = wait_for(lambda: [e["message"] for e in _pod_events(s, ns, "c", "FailedScheduling")], 30,
+                    what="pod c unschedulable")
+    assert "node allocatable resource claim cpus-a has a mapped device and cannot be shared across pods" in msgs[-1]
+
+
+@pytest.mark.e2e
+def test_node_allocatable_resources_gate_off(gate_off):
+    s, ns = gate_off, "cpus-off"
+    _cpu_setup(s, ns)
+    assert "nodeAllocatableResources" not in s.request("GET", f"{R}/resourceslices/cpusets")[2]["spec"]["devices"][0]
+    _cpu_pod(s, ns, "a", "cpus-a")
+    _cpu_pod(s, ns, "b", "cpus-b")
+    for name in ("a", "b"):  # both fit: only their own 1 cpu counts
+        pod = wait_for(lambda n=name: (p := _pod_named(s, ns, n))["spec"].get("nodeName") and p, 30,
+                       what=f"pod {name} bound")
+        assert "nodeAllocatableResourceClaimStatuses" not in pod["status"]
+
+
+def _pod_named(s: Server, ns: str, name: str) -> dict:
+    return s.request("GET", f"/api/v1/namespaces/{ns}/pods/{name}")[2]
+
+
+def _pod_events(s: Server, ns: str, pod: str, reason: str) -> list[dict]:
+    items = s.request("GET", f"/api/v1/namespaces/{ns}/events")[2].get("items", [])
+    return [e for e in items if e["reason"] == reason and e["involvedObject"]["name"] == pod]

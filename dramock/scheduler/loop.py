@@ -47,7 +47,7 @@ import aiohttp
 
 from dramock.client.informer import Informer
 from dramock.client.rest import APIStatusError, Client, resource_path
-from dramock.scheduler import bindingconditions, extended, filtercache
+from dramock.scheduler import bindingconditions, extended, filtercache, nodeallocatable
 from dramock.scheduler.state import HeldDevices, NodeUsage, TrackedDict
 from dramock.scheduler.types import AllocationInput, AllocationOutcome
 from dramock.schemas.featuregates import FeatureGates
@@ -185,8 +185,10 @@ def _container_requests(c: Obj) -> dict[str, Fraction]:
     return out
 
 
-def pod_requests(pod: Obj) -> dict[str, Fraction]:
-    """What the pod asks of a node (upstream's resource.PodRequests, without in-place resize)."""
+def pod_requests(pod: Obj, node_allocatable_claims: bool = True) -> dict[str, Fraction]:
+    """What the pod asks of a node (upstream's resource.PodRequests, without in-place resize); with what its
+    claims' devices bring along (status.nodeAllocatableResourceClaimStatuses, DRANodeAllocatableResources)
+    unless `node_allocatable_claims` is False."""
     spec = pod.get("spec") or {}
     total: dict[str, Fraction] = {}
     for c in spec.get("containers") or []:
@@ -210,6 +212,9 @@ def pod_requests(pod: Obj) -> dict[str, Fraction]:
         if k in pod_level:
             total[k] = _q(pod_level[k])
     _add(total, spec.get("overhead"))
+    statuses = (pod.get("status") or {}).get("nodeAllocatableResourceClaimStatuses")
+    if statuses and node_allocatable_claims:
+        total = nodeallocatable.add_to_requests(total, statuses)
     return total
 
 
@@ -390,6 +395,7 @@ class Scheduler:
         self.node_usage = NodeUsage(self._requests_of, self.assumed_pods)
         self._slices_view: tuple[int, dict[str, list[Obj]], list[Obj], dict[str, list]] | None = None
         self._nodes_view: list[Obj] | None = None  # sorted by name; None after any node event
+        self._devices_view: tuple[int, nodeallocatable.DeviceIndex] | None = None
         self._verdicts: dict[tuple, tuple[str | None, list[Obj]]] = {}  # (reason, allocations); see _find_node
         self._dra_cycles = 0  # Filter durations are recorded for every tenth DRA cycle, as upstream samples
         self._binding: set[asyncio.Task] = set()
@@ -768,6 +774,7 @@ class Scheduler:
         pending: list[Obj] = []
         allocated: list[Obj] = []
         has_special = False
+        node_allocatable = self.gates.enabled("DRANodeAllocatableResources")
         for c in claims:
             cm = c["metadata"]
             if (cm.get("annotations") or {}).get(extended.EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true":
@@ -780,6 +787,10 @@ class Scheduler:
                 raise Unschedulable(f'resource claim {ns}/{cm["name"]} is in the process of being allocated')
             status = c.get("status") or {}
             if status.get("allocation"):
+                if node_allocatable and any(r.get("uid") != uid for r in status.get("reservedFor") or []) and \
+                        nodeallocatable.has_mapped_device(status["allocation"], self._device_index()):
+                    _observe("PreFilter", "UnschedulableAndUnresolvable", t0)
+                    raise Unschedulable(nodeallocatable.MSG_SHARED.format(name=cm["name"]))
                 allocated.append(c)
             else:
                 pending.append(c)
@@ -792,7 +803,7 @@ class Scheduler:
         if not nodes:
             raise Unschedulable(MSG_NO_NODES)
         usage = self._node_usage()
-        requests = pod_requests(pod)
+        requests = pod_requests(pod, node_allocatable_claims=False)  # its own statuses are recomputed per node
         reasons: Counter[str] = Counter()
         fits: list[tuple[tuple, str, list[tuple[Obj, Obj]], Obj | None]] = []
         alloc_input: dict[str, Any] | None = None
@@ -874,6 +885,8 @@ class Scheduler:
                     reason = outcome.reason or MSG_CANNOT_ALLOCATE
                 else:
                     new_allocs = list(zip(to_allocate, outcome.allocations or [], strict=True))
+            if reason is None and node_allocatable and (allocated or new_allocs):
+                reason = self._node_allocatable_fit(pod, node, node_requests, usage, allocated, new_allocs)
             if sample and (reason is None or to_allocate or allocated):
                 _observe("Filter", "Success" if reason is None else "Unschedulable", t1)
             if remember:
@@ -891,6 +904,38 @@ class Scheduler:
         _, name, new_allocs, special = fits[0]
         new_allocs = [(c, copy.deepcopy(a)) for c, a in new_allocs]  # outcomes may be shared with the cache
         return name, new_allocs, special
+
+    def _device_index(self) -> nodeallocatable.DeviceIndex:
+        """(driver, pool, device) -> device of every slice, rebuilt after slice events."""
+        if self._devices_view is None or self._devices_view[0] != self.cluster_generation:
+            self._devices_view = (self.cluster_generation, nodeallocatable.device_index(self.slices.list()))
+        return self._devices_view[1]
+
+    def _node_allocatable_statuses(self, pod: Obj, allocations: list[tuple[str, Obj]]) -> list[Obj]:
+        """The pod's nodeAllocatableResourceClaimStatuses for (ResourceClaim name, allocation) pairs."""
+        pod_claims = {cname: pc for pc, cname, _ in pod_claim_refs(pod) if cname}
+        return nodeallocatable.claim_statuses(
+            pod, [(pod_claims.get(name, ""), name, a) for name, a in allocations if name in pod_claims],
+            self._device_index())
+
+    def _node_allocatable_fit(self, pod: Obj, node: Obj, requests: dict[str, Fraction],
+                              usage: dict[str, tuple[dict[str, Fraction], int]], allocated: list[Obj],
+                              new_allocs: list[tuple[Obj, Obj]]) -> str | None:
+        """DRANodeAllocatableResources: the node must also hold what the claims' devices bring along."""
+        statuses = self._node_allocatable_statuses(
+            pod, [(c["metadata"]["name"], c["status"]["allocation"]) for c in allocated] +
+            [(c["metadata"]["name"], a) for c, a in new_allocs])
+        if not statuses:
+            return None
+        demand = nodeallocatable.add_to_requests(requests, statuses)
+        allocatable = self._allocatable_of(node)
+        used, _ = usage.get(node["metadata"]["name"], ({}, 0))
+        for res in sorted(demand):
+            if res in ("cpu", "memory", "ephemeral-storage") or res.startswith("hugepages-"):
+                if res in allocatable and demand[res] > 0 and \
+                        used.get(res, Fraction(0)) + demand[res] > allocatable[res]:
+                    return f"Insufficient {res}"
+        return None
 
     @staticmethod
     def _pod_shape(pod: Obj, requests: dict[str, Fraction], claims_key: str) -> str:
@@ -983,6 +1028,7 @@ class Scheduler:
         created: Obj | None = None
         status_written = False
         claim_names: list[str] = []  # every claim PreBind wrote or relies on
+        node_statuses_written = False
         t0 = time.perf_counter()
         try:
             if special is not None:
@@ -1011,6 +1057,12 @@ class Scheduler:
                     written.append((ns, cm["name"]))
                 self.in_flight.pop(cm["uid"], None)
                 claim_names.append(cm["name"])
+            if self.gates.enabled("DRANodeAllocatableResources"):
+                statuses = self._node_allocatable_statuses(pod, [
+                    (n, ((self.claim(ns, n) or {}).get("status") or {}).get("allocation")) for n in claim_names])
+                if statuses:
+                    await self._patch_pod_status(pod, {"nodeAllocatableResourceClaimStatuses": statuses})
+                    node_statuses_written = True
             if bindingconditions.binding_conditions_on(self.gates):
                 await self._wait_for_binding_conditions(pod, node, claim_names)
             await self.client.request("POST", resource_path("", "v1", "pods", ns, name, "binding"),
@@ -1035,6 +1087,9 @@ class Scheduler:
                     log.info("pod %s was bound by another scheduler; its reservations stay", key)
                     return
                 await self._unreserve(ns, written, uid, set() if conditions_failed else allocated_here)
+                if node_statuses_written:  # an explicit empty list, as upstream's Unreserve writes it
+                    with contextlib.suppress(APIStatusError, aiohttp.ClientError, asyncio.TimeoutError):
+                        await self._patch_pod_status(pod, {"nodeAllocatableResourceClaimStatuses": []})
                 if created is not None:
                     await self._delete_special_claim(created, status_written, pod)
             finally:
