@@ -417,3 +417,63 @@ def _pod_named(s: Server, ns: str, name: str) -> dict:
 def _pod_events(s: Server, ns: str, pod: str, reason: str) -> list[dict]:
     items = s.request("GET", f"/api/v1/namespaces/{ns}/events")[2].get("items", [])
     return [e for e in items if e["reason"] == reason and e["involvedObject"]["name"] == pod]
+
+
+# ---------------------------------------------------------------- DRAListTypeAttributes
+
+TOPO_SLICE = {
+    "metadata": {"name": "topo"},
+    "spec": {"driver": "topo.example.com", "nodeName": "node-1",
+             "pool": {"name": "topo", "generation": 1, "resourceSliceCount": 1},
+             "devices": [{"name": "gpu-c", "attributes": {"kind": {"string": "gpu"}, "numa": {"int": 2}}},
+                         {"name": "gpu-b", "attributes": {"kind": {"string": "gpu"}, "numa": {"int": 1}}},
+                         {"name": "nic-a", "attributes": {"kind": {"string": "nic"}, "numa": {"ints": [0, 1]}}}]}}
+
+
+def _topo_setup(s: Server, ns: str) -> None:
+    assert s.request("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})[0] == 201
+    assert s.request("POST", f"{R}/resourceslices", TOPO_SLICE)[0] in (201, 409)
+    assert s.request("POST", f"{R}/deviceclasses", {"metadata": {"name": "topo"}, "spec": {
+        "selectors": [{"cel": {"expression": 'device.driver == "topo.example.com"'}}]}})[0] in (201, 409)
+
+    def req(name: str) -> dict:
+        return {"name": name, "exactly": {"deviceClassName": "topo", "selectors": [{"cel": {
+            "expression": f'device.attributes["topo.example.com"].kind == "{name}"'}}]}}
+
+    code, _, body = s.request("POST", f"{R}/namespaces/{ns}/resourceclaims", {
+        "metadata": {"name": "gpu-nic"},
+        "spec": {"devices": {"requests": [req("gpu"), req("nic")],
+                             "constraints": [{"matchAttribute": "topo.example.com/numa"}]}}})
+    assert code == 201, body
+    code, _, body = s.request("POST", f"/api/v1/namespaces/{ns}/pods", {
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"claims": [{"name": "x"}]}}],
+                 "resourceClaims": [{"name": "x", "resourceClaimName": "gpu-nic"}]}})
+    assert code == 201, body
+
+
+@pytest.fixture(scope="module")
+def list_attrs_on() -> Iterator[Server]:
+    s, tmp = _serve("DRAListTypeAttributes=true")
+    yield s
+    stop(s)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.mark.e2e
+def test_list_attributes_match_by_intersection(list_attrs_on):
+    s, ns = list_attrs_on, "lists-on"
+    _topo_setup(s, ns)
+    claim = wait_for(lambda: (c := s.request("GET", f"{R}/namespaces/{ns}/resourceclaims/gpu-nic")[2])
+                     .get("status", {}).get("allocation") and c, 30, what="the claim allocated")
+    devices = {r["request"]: r["device"] for r in claim["status"]["allocation"]["devices"]["results"]}
+    assert devices == {"gpu": "gpu-b", "nic": "nic-a"}  # numa 1 is in the NIC's [0, 1]; gpu-c's 2 is not
+
+
+@pytest.mark.e2e
+def test_list_attributes_gate_off(gate_off):
+    # The list value is dropped with the gate off, which leaves the attribute empty: the slice is refused.
+    code, _, body = gate_off.request("POST", f"{R}/resourceslices", TOPO_SLICE)
+    assert code == 422, body
+    assert [(c["field"], c["message"]) for c in body["details"]["causes"]] == [
+        ("spec.devices[2].attributes[numa]", 'Invalid value: "": exactly one value must be specified')]

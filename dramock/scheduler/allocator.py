@@ -28,6 +28,7 @@ Per feature (1.37 gates in dramock.schemas.featuregates):
   * DRADeviceBindingConditions: bindingConditions copied into results, pools with binding conditions
     last, `bindsToNode` pins the node, `allocationTimestamp` set when any result has binding conditions.
   * DRAOptionalNodeOperations (KEP-5945): the slice's `skipNodeOperations` copied into each result.
+  * DRAListTypeAttributes: constraints compare attribute values as sets (scalars as one-element sets).
   * DRADerivedAttributes: a request's `derivedAttributes` (CEL per candidate device) stand in for the device's
     attribute of that name in the claim's matchAttribute / distinctAttribute constraints.
 """
@@ -295,10 +296,13 @@ class _Req:
 
 
 class _Constraint:
-    def __init__(self, requests: list[str], attribute: str, distinct: bool):
+    def __init__(self, requests: list[str], attribute: str, distinct: bool, sets: bool = False):
         self.requests = set(requests)
         self.attribute = attribute
         self.distinct = distinct
+        # DRAListTypeAttributes: values compare as sets (a scalar is a one-element set): matching values must
+        # share an element, distinct ones share none.
+        self.sets = sets
         self.values: list[tuple] = []
 
     def applies(self, req: _Req) -> bool:
@@ -313,7 +317,10 @@ class _Constraint:
         v = dev.attribute(self.attribute) if expr is None else _derived_value(req, self.attribute, expr, dev)
         if v is None:
             return False
-        if self.distinct:
+        if self.sets:
+            if not self._set_fits(v):
+                return False
+        elif self.distinct:
             if v in self.values:
                 return False
         elif self.values and self.values[0] != v:
@@ -321,9 +328,26 @@ class _Constraint:
         self.values.append(v)
         return True
 
+    def _set_fits(self, v: tuple) -> bool:
+        new = _as_set(v)
+        if self.distinct:
+            return all(not (new & _as_set(old)) for old in self.values)
+        common = new
+        for old in self.values:
+            common = common & _as_set(old)
+        return bool(common)
+
     def remove(self, req: _Req, dev: _Dev) -> None:
         if self.applies(req):
             self.values.pop()
+
+
+def _as_set(v: tuple) -> frozenset:
+    """An attribute value (_attr_value's shape) as a set of typed elements: "ints" (1, 2) -> {("int", 1), ...}."""
+    kind, value = v
+    if kind.endswith("s") and isinstance(value, tuple):
+        return frozenset((kind[:-1], x) for x in value)
+    return frozenset({(kind, value)})
 
 
 def _derived_value(req: _Req, name: str, expression: str, dev: _Dev) -> tuple | None:
@@ -601,10 +625,11 @@ class _Allocator:
             self.selected.append([0] * len(per_claim))
             constraints = []
             for i, c in enumerate(devices.get("constraints") or []):
+                sets = gates.enabled("DRAListTypeAttributes")
                 if c.get("matchAttribute"):
-                    constraints.append(_Constraint(c.get("requests") or [], c["matchAttribute"], False))
+                    constraints.append(_Constraint(c.get("requests") or [], c["matchAttribute"], False, sets))
                 elif c.get("distinctAttribute"):
-                    constraints.append(_Constraint(c.get("requests") or [], c["distinctAttribute"], True))
+                    constraints.append(_Constraint(c.get("requests") or [], c["distinctAttribute"], True, sets))
                 else:
                     raise _Error(f"claim {_kobj(claim)}, constraint #{i}: empty constraint (unsupported constraint "
                                  "type?)")
