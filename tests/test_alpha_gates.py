@@ -7,6 +7,16 @@ that driver in the claim skips it. A driver that needs no node preparation then 
 DRAResourcePoolStatus (KEP-5677): `resource.k8s.io/v1alpha3` ResourcePoolStatusRequest is served with
 `--runtime-config resource.k8s.io/v1alpha3=true` and the gate (and with neither alone); the controller manager
 answers each request once with its pools' device counts.
+
+DRADerivedAttributes: a request's derived attributes (CEL per device) align devices of two drivers in a
+matchAttribute constraint.
+
+DRANodeAllocatableResources (KEP-5517): what allocated devices bring along (cpu mapping, memory overhead) is
+written to the pod status and counted against the node; claims with mapped devices are not shared.
+
+DRAListTypeAttributes: list-valued attributes match by intersection in constraints.
+
+Each "gate off" test shows the same input without the feature: the fields dropped and the behaviour gone.
 """
 
 from __future__ import annotations
