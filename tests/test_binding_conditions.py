@@ -11,7 +11,6 @@ deallocated by the next attempt's PostFilter and allocated again.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -93,10 +92,8 @@ def test_go_durations(text, seconds):
     assert bc.parse_duration(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("text", ["", "10", "s", "10x", "1m 2s"])
+@pytest.mark.parametrize("text", ["", "s", "10x", "1m 2s"])
 def test_bad_durations(text):
-    if text == "10":
-        return  # a bare number is seconds
     with pytest.raises(ValueError):
         bc.parse_duration(text)
 
@@ -198,8 +195,7 @@ def cluster() -> Iterator[Cluster]:
         for p in procs:
             stop_process(p)
         stop(s)
-        if not os.environ.get("KEEP"):
-            shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _conditions(claim: dict, device: str) -> dict[str, str]:
