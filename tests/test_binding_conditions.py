@@ -230,8 +230,9 @@ def test_pod_waits_for_the_attach_then_binds(cluster):
     assert pending[0]["type"] == "Normal" and pending[0]["action"] == "Scheduling"
     assert pending[0]["message"] == f"waiting for binding conditions for device on node {NODE}"
     assert not c.pod("pod-ok")["spec"].get("nodeName")  # still waiting for the driver
-    # The driver attaches; the scheduler binds.
+    # The driver attaches; the scheduler binds (and binding ends the nomination).
     wait_for(lambda: c.pod("pod-ok")["spec"].get("nodeName") == NODE, 20, what="the pod to be bound")
+    assert "nominatedNodeName" not in c.pod("pod-ok")["status"]
     claim = c.claim("attach-ok")
     assert _conditions(claim, result["device"]).get("Attached") == "True"
     assert claim["status"]["allocation"]["allocationTimestamp"] == allocation["allocationTimestamp"]
