@@ -547,4 +547,11 @@ def test_binding_conditions(binding_cluster):
     kubectl(s, "-n", ns, "annotate", "resourceclaim", "stuck-gpu", "gpu.example.com/attach-delay=0s", "--overwrite")
     wait_for(lambda: pod(s, ns, "stuck-pod")["spec"].get("nodeName"), 60, what="stuck-pod bound at last")
     wait_running(s, ns, "stuck-pod")
+    # The scheduler's metrics count the three outcomes.
+    metrics = kubectl(s, "get", "--raw", "/metrics").stdout
+    counted = {m.group(1) for m in re.finditer(
+        r'^scheduler_dra_bindingconditions_allocations_total\{driver="gpu.example.com",'
+        r'profile="default-scheduler",status="(\w+)"\} [1-9]', metrics, re.M)}
+    assert counted == {"success", "failure", "timeout"}, counted
+    assert "scheduler_dra_bindingconditions_wait_duration_seconds_bucket" in metrics
     kubectl(s, "delete", "-f", "examples/binding-conditions/", "--timeout=60s")

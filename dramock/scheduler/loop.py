@@ -101,6 +101,13 @@ class _Metrics:
                                           "'error' means an internal scheduler problem.", ["result", "profile"])
         self.claim_creates = PCounter("scheduler_resourceclaim_creates", "Number of ResourceClaims creation "
                                       "requests within scheduler", ["status"])
+        self.binding_conditions_allocations = PCounter(
+            "scheduler_dra_bindingconditions_allocations", "Number of allocations using devices with "
+            "BindingConditions, counted per driver per scheduling attempt", ["profile", "driver", "status"])
+        self.binding_conditions_wait = Histogram(
+            "scheduler_dra_bindingconditions_wait_duration_seconds", "Time in seconds spent waiting for "
+            "BindingConditions to be satisfied during PreBind.", ["profile", "driver", "status"],
+            buckets=[0.1 * 2 ** i for i in range(14)])
         self.plugin_duration = Histogram(
             "scheduler_plugin_execution_duration_seconds", "Duration for running a plugin at a specific "
             "extension point.", ["plugin", "extension_point", "status"],
@@ -1131,19 +1138,37 @@ class Scheduler:
                           f"waiting for binding conditions for device on node {node}", action="Scheduling")
         waiter = asyncio.Event()
         self._claim_waiters.add(waiter)
-        deadline = time.monotonic() + self.binding_timeout
+        started = time.monotonic()
+        deadline = started + self.binding_timeout
+        outcome = "failure"
         try:
             while True:
                 waiter.clear()
                 if self._ready_for_binding(pod, names):
+                    outcome = "success"
                     return
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise bindingconditions.BindingFailed("device binding timeout")
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(waiter.wait(), min(remaining, bindingconditions.POLL_INTERVAL))
+        except bindingconditions.BindingFailed as e:
+            outcome = "timeout" if str(e).endswith("binding timeout") else "failure"
+            raise
         finally:
             self._claim_waiters.discard(waiter)
+            self._record_binding_conditions(ns, names, outcome, time.monotonic() - started)
+
+    def _record_binding_conditions(self, ns: str, names: list[str], status: str, waited: float) -> None:
+        m = metrics()
+        if m is None:
+            return
+        drivers = {r.get("driver", "") for n in names
+                   for r in ((((self.claim(ns, n) or {}).get("status") or {}).get("allocation") or {})
+                             .get("devices") or {}).get("results") or [] if r.get("bindingConditions")}
+        for driver in sorted(drivers):
+            m.binding_conditions_allocations.labels(self.scheduler_name, driver, status).inc()
+            m.binding_conditions_wait.labels(self.scheduler_name, driver, status).observe(waited)
 
     def _ready_for_binding(self, pod: Obj, names: list[str]) -> bool:
         """Upstream's isPodReadyForBinding over the informer's (or our own newer) view of the claims."""
