@@ -487,3 +487,27 @@ def test_list_attributes_gate_off(gate_off):
     assert code == 422, body
     assert [(c["field"], c["message"]) for c in body["details"]["causes"]] == [
         ("spec.devices[2].attributes[numa]", 'Invalid value: "": exactly one value must be specified')]
+
+
+def test_pool_status_shareable_summary():
+    """The controller's calculation for a pool with shareable devices (upstream's computeShareableSummary)."""
+    from dramock.controllers.resourcepoolstatus import calculate
+
+    slices = [{"spec": {"driver": "net.example.com", "nodeName": "n1",
+                        "pool": {"name": "nics", "generation": 2, "resourceSliceCount": 1},
+                        "devices": [{"name": "eth0", "allowMultipleAllocations": True,
+                                     "capacity": {"bandwidth": {"value": "10G"}}},
+                                    {"name": "eth1", "allowMultipleAllocations": True,
+                                     "capacity": {"bandwidth": {"value": "10G"}}},
+                                    {"name": "plain"}]}}]
+    claims = [{"status": {"allocation": {"devices": {"results": [
+        {"request": "r", "driver": "net.example.com", "pool": "nics", "device": "eth0", "shareID": "a",
+         "consumedCapacity": {"bandwidth": "2G"}},
+        {"request": "s", "driver": "net.example.com", "pool": "nics", "device": "eth0", "shareID": "b",
+         "consumedCapacity": {"bandwidth": "1500M"}}]}}}}]
+    status = calculate({"spec": {"driver": "net.example.com", "limit": 100}}, slices, claims, [])
+    [pool] = status["pools"]
+    assert (pool["totalDevices"], pool["allocatedDevices"], pool["availableDevices"]) == (3, 1, 2)
+    assert pool["shareableSummary"] == {
+        "fullyAvailableDevices": 1, "partiallyAvailableDevices": 1,
+        "capacity": [{"name": "bandwidth", "total": "20G", "consumed": "3500M", "available": "16500M"}]}

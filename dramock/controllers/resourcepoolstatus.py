@@ -14,7 +14,10 @@ ResourceSlices, ResourceClaims and DeviceTaintRules:
   `spec.limit` reported and `poolCount` counting all of them; a `Complete` condition, reason
   `CalculationComplete`, message `Calculated status for N pools` (`(M incomplete)` appended when some are).
 
-Not computed: the partitionSummary and shareableSummary views.
+- `shareableSummary` for pools with `allowMultipleAllocations` devices: devices no claim uses (fully available)
+  or some use (partially), and per capacity name the pool's total, what results consumed and what remains.
+
+Not computed: the partitionSummary view (it belongs to DRAPartitionableDevicesType, not a 1.37 gate).
 
 The controller runs only when the server serves the kind (`--runtime-config resource.k8s.io/v1alpha3=true` and
 the gate), which it learns from discovery, as a controller of an API that is off stays idle.
@@ -25,12 +28,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import datetime, timezone
+from fractions import Fraction
 from typing import Any
 
 import aiohttp
 
 from dramock.client.informer import Informer, WorkQueue, run_worker
 from dramock.client.rest import APIStatusError, Client, resource_path
+from dramock.schemas.quantity import format_like, parse_quantity
 
 log = logging.getLogger("dramock.controllers.resourcepoolstatus")
 Obj = dict[str, Any]
@@ -91,19 +96,22 @@ def calculate(request: Obj, slices: list[Obj], claims: list[Obj], rules: list[Ob
             continue
         devices = s["spec"].get("devices") or []
         info = pools.setdefault(p["name"], {"node": s["spec"].get("nodeName") or "", "mixed": False, "total": 0,
-                                            "unavailable": 0, "slices": 0, "names": [],
+                                            "unavailable": 0, "slices": 0, "devices": [],
                                             "expected": int(p.get("resourceSliceCount") or 0)})
         if info["slices"] and (s["spec"].get("nodeName") or "") != info["node"]:
             info["mixed"] = True
         info["slices"] += 1
         info["total"] += len(devices)
         info["unavailable"] += sum(1 for d in devices if _unavailable(driver, p["name"], d, rules))
-        info["names"] += [d.get("name") for d in devices]
+        info["devices"] += devices
     allocated: dict[str, set[str]] = {}
+    consumed: dict[str, dict[str, list]] = {}  # pool -> capacity name -> [quantity strings]
     for c in claims:
         for r in ((((c.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []):
             if r.get("driver") == driver and not r.get("adminAccess"):
                 allocated.setdefault(r.get("pool", ""), set()).add(r.get("device", ""))
+                for name, q in (r.get("consumedCapacity") or {}).items():
+                    consumed.setdefault(r.get("pool", ""), {}).setdefault(name, []).append(q)
     out: list[Obj] = []
     for name, info in pools.items():
         pool: Obj = {"driver": driver, "poolName": name, "generation": newest[name]}
@@ -118,6 +126,9 @@ def calculate(request: Obj, slices: list[Obj], claims: list[Obj], rules: list[Ob
             pool.update(resourceSliceCount=info["slices"], totalDevices=info["total"], allocatedDevices=in_use,
                         availableDevices=max(0, info["total"] - in_use - info["unavailable"]),
                         unavailableDevices=info["unavailable"])
+            shareable = _shareable_summary(info["devices"], allocated.get(name, set()), consumed.get(name, {}))
+            if shareable is not None:
+                pool["shareableSummary"] = shareable
         out.append(pool)
     out.sort(key=lambda p: (p["driver"], p["poolName"]))
     count = len(out)
@@ -130,6 +141,34 @@ def calculate(request: Obj, slices: list[Obj], claims: list[Obj], rules: list[Ob
     if out:
         status["pools"] = out
     return status
+
+
+def _sum(quantities: list) -> tuple[Fraction, str]:
+    """(exact sum, the first quantity's spelling for the format) of quantity strings."""
+    total = sum((parse_quantity(str(q)) for q in quantities), Fraction(0))
+    return total, str(quantities[0]) if quantities else "0"
+
+
+def _shareable_summary(devices: list[Obj], in_use: set[str], consumed: dict[str, list]) -> Obj | None:
+    """Upstream's computeShareableSummary: None when no device of the pool allows multiple allocations."""
+    shareable = [d for d in devices if d.get("allowMultipleAllocations")]
+    if not shareable:
+        return None
+    totals: dict[str, list] = {}
+    for d in shareable:
+        for name, cap in (d.get("capacity") or {}).items():
+            totals.setdefault(name, []).append(cap.get("value", "0"))
+    capacity = []
+    for name in sorted(totals):
+        total, like = _sum(totals[name])
+        used, used_like = _sum(consumed.get(name, []))
+        capacity.append({"name": name, "total": format_like(total, like), "consumed": format_like(used, used_like),
+                         "available": format_like(max(total - used, 0), like)})
+    busy = sum(1 for d in shareable if d.get("name") in in_use)
+    summary: Obj = {"fullyAvailableDevices": len(shareable) - busy, "partiallyAvailableDevices": busy}
+    if capacity:
+        summary["capacity"] = capacity
+    return summary
 
 
 def _now() -> str:

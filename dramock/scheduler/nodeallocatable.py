@@ -13,11 +13,10 @@ a claim's mapping and its per-pod overhead count once, its per-container overhea
 
 from __future__ import annotations
 
-import decimal
 from fractions import Fraction
 from typing import Any
 
-from dramock.schemas.quantity import Quantity, parse_quantity
+from dramock.schemas.quantity import format_like, parse_quantity
 
 Obj = dict[str, Any]
 DeviceIndex = dict[tuple[str, str, str], Obj]
@@ -32,12 +31,6 @@ def device_index(slices: list[Obj]) -> DeviceIndex:
 
 def _q(v: Any) -> Fraction:
     return parse_quantity(str(v)) if v is not None else Fraction(0)
-
-
-def format_quantity_like(value: Fraction, like: str) -> str:
-    """`value` as a canonical quantity in the format (binary / decimal SI / exponent) of the quantity `like`."""
-    exact = decimal.Decimal(value.numerator) / decimal.Decimal(value.denominator)
-    return Quantity(exact, None, Quantity.parse(like).format).canonical()
 
 
 def _consumed(result: Obj, key: str) -> Any:
@@ -89,9 +82,9 @@ def claim_statuses(pod: Obj, claims: list[tuple[str, str, Obj]], devices: Device
                       if any(rc.get("name") == pod_claim for rc in (c.get("resources") or {}).get("claims") or [])]
         out.append({
             "resourceClaimName": claim_name, "containers": containers,
-            "mapping": [{"name": n, "quantity": format_quantity_like(v, like)}
+            "mapping": [{"name": n, "quantity": format_like(v, like)}
                         for n, (v, like) in sorted(mapped.items())],
-            "overhead": [{"name": n, **{p: format_quantity_like(v, like) for p, (v, like) in parts.items()}}
+            "overhead": [{"name": n, **{p: format_like(v, like) for p, (v, like) in parts.items()}}
                          for n, parts in sorted(overhead.items())]})
     return sorted(out, key=lambda s: s["resourceClaimName"])
 
