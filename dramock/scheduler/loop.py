@@ -1337,7 +1337,7 @@ class Scheduler:
                 and old.get("lastTransitionTime") else now_time()}
         conditions = [c for c in conditions if c.get("type") != "PodScheduled"] + [cond]
         status: Obj = {"conditions": conditions}
-        if clear_nominated and nominated:
+        if clear_nominated:  # even when our informer has not seen the nomination yet
             status["nominatedNodeName"] = None
         try:
             await self.client.request(
