@@ -96,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--example-driver", action=argparse.BooleanOptionalAction, default=True,
                        help="run the example driver (gpu.example.com) on every simulated node (default); "
                             "--no-example-driver leaves the nodes to your own driver")
+    from dramock.scheduler.__main__ import add_binding_timeout_flag
+
+    add_binding_timeout_flag(serve)
     api = sub.add_parser("apiserver", help="run the API server alone")
     _add_server_flags(api)
     cm = sub.add_parser("controller-manager", help="run the bundled controllers (resource claims, garbage "
@@ -307,7 +310,7 @@ def _run_server(args: argparse.Namespace) -> int:
         print(f"dramock: invalid argument for --feature-gates: {e}", file=sys.stderr)
         return 2
     try:
-        registry.configure(registry.parse_runtime_config(args.runtime_config))
+        registry.configure(registry.parse_runtime_config(args.runtime_config), featuregates.FeatureGates(gates))
     except registry.RuntimeConfigError as e:
         print(f"dramock: invalid argument for --runtime-config: {e}", file=sys.stderr)
         return 2
@@ -326,6 +329,15 @@ def _run_server(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"dramock: invalid argument for --service-cluster-ip-range: {e}", file=sys.stderr)
         return 2
+    binding_timeout = 0.0
+    if args.command == "serve":
+        from dramock.scheduler.__main__ import binding_timeout as parse_binding_timeout
+
+        try:
+            binding_timeout = parse_binding_timeout(args)
+        except ValueError as e:
+            print(f"dramock: invalid argument for --dra-binding-timeout: {e}", file=sys.stderr)
+            return 2
     config = ServerConfig(data_dir=args.data_dir, database_url=args.database_url, feature_gates=gates,
                           compaction_interval=args.etcd_compaction_interval,
                           bookmark_interval=args.watch_bookmark_interval,
@@ -347,7 +359,8 @@ def _run_server(args: argparse.Namespace) -> int:
         import asyncio
 
         stop = asyncio.Event()
-        app.cleanup_ctx.append(_components(url, args.nodes, args.data_dir, gates, stop, args.example_driver))
+        app.cleanup_ctx.append(_components(url, args.nodes, args.data_dir, gates, stop, args.example_driver,
+                                           binding_timeout))
 
         async def stop_components(_app) -> None:  # before the server waits for open requests to finish
             stop.set()
@@ -386,7 +399,8 @@ def _node_root(data_dir: str, node: str, create: bool = True) -> str | None:
     return root
 
 
-def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool], stop, example_driver: bool = True):
+def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool], stop, example_driver: bool = True,
+                binding_timeout: float = 0.0):
     """The bundled components of `serve`: API clients of the server over HTTP, as the real ones are.
     The controller manager, the scheduler, and per simulated node a kubelet shim with the example driver."""
     import asyncio
@@ -400,7 +414,8 @@ def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool], sto
         from dramock.scheduler.loop import run_scheduler
 
         tasks = [_component_task(ControllerManager(client).run(stop)),
-                 _component_task(run_scheduler(url, stop, gates=gates, user_agent=f"dramock-scheduler/{__version__}"))]
+                 _component_task(run_scheduler(url, stop, gates=gates, user_agent=f"dramock-scheduler/{__version__}",
+                                               binding_timeout=binding_timeout))]
         if nodes > 0:
             tasks.append(_component_task(_start_nodes(url, nodes, data_dir, stop, tasks, example_driver)))
         yield

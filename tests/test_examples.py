@@ -28,7 +28,7 @@ from tests.conftest import KUBECTL, Server, start_server, stop_process, wait_for
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 ALL_EXAMPLES = ["quickstart", "pod-with-cats", "shared-claim", "prioritized-list", "partitionable-mig",
-                "consumable-bandwidth", "extended-resource", "quota",
+                "consumable-bandwidth", "extended-resource", "quota", "binding-conditions",
                 # Workloads; tested in tests/test_workload_examples.py.
                 "deployment-extended-resource", "job-claim-template", "daemonset", "statefulset"]
 # Not a scenario but a driver's CI set-up, checked by tests/test_driver_ci_example.py.
@@ -45,11 +45,11 @@ FINALIZER = "resource.kubernetes.io/delete-protection"
 # ---------------------------------------------------------------- servers
 
 
-def _start_cluster(gates: str) -> tuple[Server, str]:
+def _start_cluster(gates: str, *extra_args: str) -> tuple[Server, str]:
     # A short directory: the simulated nodes keep their plugin sockets below it (unix socket paths are short),
     # so node-1's root is <data-dir>/nodes/node-1, as the READMEs say.
     tmp = tempfile.mkdtemp(prefix="dramock-ex-", dir="/tmp")
-    extra = ["--feature-gates", gates] if gates else []
+    extra = (["--feature-gates", gates] if gates else []) + list(extra_args)
     s = start_server(tmp, "--nodes", "2", *extra, command="serve")
     try:
         wait_for(lambda: len(s.request("GET", f"{R}/resourceslices")[2].get("items", [])) == 2, 30,
@@ -77,6 +77,16 @@ def _shutdown(s: Server, tmp: str) -> None:
 def cluster() -> Iterator[Server]:
     """`dramock serve` with the 1.37 default gates: every example but partitionable-mig."""
     s, tmp = _start_cluster("")
+    yield s
+    _shutdown(s, tmp)
+
+
+@pytest.fixture(scope="module")
+def binding_cluster() -> Iterator[Server]:
+    """`dramock serve --dra-binding-timeout 15s`: binding-conditions (its fabric pool is cluster-wide, and its
+    README shortens the scheduler's binding timeout)."""
+    assert "python3 -m dramock serve --dra-binding-timeout 15s" in readme("binding-conditions")
+    s, tmp = _start_cluster("", "--dra-binding-timeout", "15s")
     yield s
     _shutdown(s, tmp)
 
@@ -497,3 +507,56 @@ def test_partitionable_mig(compat_cluster):
             assert not results(claim(s, ns, claim_name))
     finally:
         driver.stop()
+
+
+def test_binding_conditions(binding_cluster):
+    s, ns = binding_cluster, "binding-conditions"
+    apply(s, "binding-conditions")
+    prebind = 'running PreBind plugin "DynamicResources": '
+
+    # attached-pod: allocated, reserved and nominated but unbound while the 5 s attach runs.
+    c = wait_for(lambda: (x := claim(s, ns, "attached-gpu")).get("status", {}).get("reservedFor") and x, 20,
+                 what="attached-gpu allocated and reserved")
+    alloc = c["status"]["allocation"]
+    [r] = results(c)
+    assert (r["driver"], r["pool"], r["bindingConditions"], r["bindingFailureConditions"]) == \
+        ("gpu.example.com", "fabric", ["Attached"], ["AttachFailed"])
+    node = alloc["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"][0]  # bindsToNode
+    assert node in NODES and alloc["allocationTimestamp"]
+    assert not pod(s, ns, "attached-pod")["spec"].get("nodeName")
+    wait_for(lambda: pod(s, ns, "attached-pod")["status"].get("nominatedNodeName") == node, 10,
+             what="attached-pod nominated")
+    [pending] = wait_for(lambda: events(s, ns, "attached-pod", "BindingConditionsPending"), 10, what="the event")
+    assert pending["message"] == f"waiting for binding conditions for device on node {node}"
+    wait_running(s, ns, "attached-pod")
+    assert pod(s, ns, "attached-pod")["spec"]["nodeName"] == node
+    statuses = {d["device"]: {x["type"]: x["status"] for x in d["conditions"]}
+                for d in claim(s, ns, "attached-gpu")["status"]["devices"]}
+    assert statuses[r["device"]]["Attached"] == "True"
+
+    # flaky-pod: the failed attach is reported, the claim released and allocated again, then the pod runs.
+    wait_running(s, ns, "flaky-pod")
+    failed = sorted(e["message"] for e in events(s, ns, "flaky-pod", "FailedScheduling"))
+    flaky_node = pod(s, ns, "flaky-pod")["spec"]["nodeName"]
+    assert failed == ["0/2 nodes are available: 2 resourceclaim not available on the node.",
+                      f'{prebind}claim flaky-gpu binding failed: reason=AttachFailed, message="simulated attach '
+                      f'failure 1 of 1 on node {flaky_node}"'], failed
+
+    # stuck-pod: the binding timeout, PodScheduled=False/SchedulerError, until the driver is made quick.
+    wait_for(lambda: any(e["message"] == f"{prebind}claim stuck-gpu binding timeout" or
+                         e["message"] == f"{prebind}device binding timeout"
+                         for e in events(s, ns, "stuck-pod", "FailedScheduling")), 40, what="the binding timeout")
+    cond = {x["type"]: x for x in pod(s, ns, "stuck-pod")["status"]["conditions"]}["PodScheduled"]
+    assert (cond["status"], cond["reason"]) == ("False", "SchedulerError") and cond["message"].startswith(prebind)
+    assert not pod(s, ns, "stuck-pod")["spec"].get("nodeName")
+    kubectl(s, "-n", ns, "annotate", "resourceclaim", "stuck-gpu", "gpu.example.com/attach-delay=0s", "--overwrite")
+    wait_for(lambda: pod(s, ns, "stuck-pod")["spec"].get("nodeName"), 60, what="stuck-pod bound at last")
+    wait_running(s, ns, "stuck-pod")
+    # The scheduler's metrics count the three outcomes.
+    metrics = kubectl(s, "get", "--raw", "/metrics").stdout
+    counted = {m.group(1) for m in re.finditer(
+        r'^scheduler_dra_bindingconditions_allocations_total\{driver="gpu.example.com",'
+        r'profile="default-scheduler",status="(\w+)"\} [1-9]', metrics, re.M)}
+    assert counted == {"success", "failure", "timeout"}, counted
+    assert "scheduler_dra_bindingconditions_wait_duration_seconds_bucket" in metrics
+    kubectl(s, "delete", "-f", "examples/binding-conditions/", "--timeout=60s")

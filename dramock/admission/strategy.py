@@ -251,6 +251,21 @@ class DeviceTaintRuleStrategy(Strategy):
             new, old, gates=self.gates)
 
 
+class ResourcePoolStatusRequestStrategy(Strategy):
+    def default(self, obj: Obj) -> None:
+        defaults.resource_pool_status_request(obj)
+
+    def validate_semantic(self, obj: Obj) -> list[Cause]:
+        return semantic.validate_resource_pool_status_request(obj, gates=self.gates)
+
+    def validate_semantic_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return semantic.validate_resource_pool_status_request_update(new, old, gates=self.gates)
+
+    def validate_status_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return super().validate_status_update(new, old) + \
+            semantic.validate_resource_pool_status_request_status_update(new, old, gates=self.gates)
+
+
 class NamespaceStrategy(Strategy):
     name_check = staticmethod(validate_dns1123_label)
 
@@ -394,6 +409,7 @@ _STRATEGIES: dict[str, type[Strategy]] = {
     "deviceclasses": DeviceClassStrategy,
     "resourceslices": ResourceSliceStrategy,
     "devicetaintrules": DeviceTaintRuleStrategy,
+    "resourcepoolstatusrequests": ResourcePoolStatusRequestStrategy,
     "resourceclaims": ResourceClaimStrategy,
     "resourceclaimtemplates": ResourceClaimTemplateStrategy,
     "namespaces": NamespaceStrategy,

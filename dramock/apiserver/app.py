@@ -450,6 +450,9 @@ class APIServer:
         conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
                            "lastTransitionTime": now_rfc3339()})
         pod.setdefault("status", {})["conditions"] = conditions
+        # The nomination (set while PreBind waited, e.g. for binding conditions) is over once the pod is bound
+        # (upstream's ClearingNominatedNodeNameAfterBinding).
+        pod["status"].pop("nominatedNodeName", None)
         # Binding bypasses the spec-immutability of updates, as upstream's BindingREST does.
         stored = self.rest.store.update(pods.storage_bucket, f"{call.namespace}/{name}", pod)
         del stored

@@ -14,6 +14,7 @@ from dramock.controllers.nodelifecycle import GRACE_PERIOD, NodeLifecycleControl
 from dramock.controllers.podgc import GC_INTERVAL, QUARANTINE, PodGC
 from dramock.controllers.quota import QuotaController
 from dramock.controllers.resourceclaim import ResourceClaimController, register_metrics
+from dramock.controllers.resourcepoolstatus import ResourcePoolStatusController
 from dramock.controllers.workloads.controllers import WorkloadControllers
 
 log = logging.getLogger("dramock.controllers.manager")
@@ -31,12 +32,13 @@ class ControllerManager:
         self.quota = QuotaController(client)
         self.resourceclaim = ResourceClaimController(client)
         self.garbagecollector = GarbageCollector(client)
+        self.resourcepoolstatus = ResourcePoolStatusController(client)  # idle unless its API is served
         register_metrics(self.resourceclaim)
 
     async def run(self, stop: asyncio.Event) -> None:
         tasks = [asyncio.create_task(c.run(stop), name=type(c).__name__)
                  for c in (self.namespace, self.quota, self.resourceclaim, self.garbagecollector,
-                           self.podgc, self.workloads, self.nodelifecycle)]
+                           self.podgc, self.workloads, self.nodelifecycle, self.resourcepoolstatus)]
         try:
             await stop.wait()
         finally:

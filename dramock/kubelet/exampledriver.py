@@ -23,6 +23,14 @@ What it does, in the order a real driver does it:
    `<cdi-dir>/<driver>-<claimUID>.json` and answers with CDI IDs `<driver>/gpu=<device>`; writes the claim's
    `status.devices` (a Ready condition and the CDI IDs as data) through the /status subresource.
 4. NodeUnprepareResources: removes the CDI spec file and its `status.devices` entries; idempotent.
+5. Attach (DRADeviceBindingConditions, KEP-5007), what a fabric driver's controller does: `fabric-<i>` devices
+   (`DeviceConfig.fabric`) carry `bindsToNode`, `bindingConditions: [Attached]` and
+   `bindingFailureConditions: [AttachFailed]`. For every claim the scheduler allocated and reserved with such a
+   device of this driver (from any pool, a hand-made fabric pool included) whose allocation is pinned to this
+   node, the driver "attaches" it after `attach_delay_seconds` by setting `Attached=True` in the claim's
+   `status.devices`, or sets `AttachFailed=True` for the first `attach_failures` attempts of each claim. The
+   claim annotations `<driver>/attach-delay` (seconds or a Go duration) and `<driver>/attach-failures`
+   override both per claim.
 
 Failure injection (for tests of the kubelet's retries): a claim annotated `<driver>/fail-prepare: MESSAGE` or
 `<driver>/fail-unprepare: MESSAGE` makes the matching call fail for that claim with MESSAGE.
@@ -69,6 +77,8 @@ SLICES_PATH = resource_path("resource.k8s.io", "v1", "resourceslices")
 MAX_DEVICES_PER_SLICE = 128
 MAX_ADVANCED_DEVICES_PER_SLICE = 64  # devices consuming counters (upstream limit)
 DEFAULT_RESYNC_SECONDS = 10.0
+ATTACHED = "Attached"  # the binding condition of fabric devices
+ATTACH_FAILED = "AttachFailed"  # their binding failure condition
 
 
 # --- devices and slices ------------------------------------------------------------------------------------
@@ -83,13 +93,17 @@ class DeviceConfig:
     memory_gi: int = 80
     partitions: int = 0  # > 0: partitionable GPUs with this many partitions each (counters, MIG-style)
     shared: int = 0  # multi-allocatable devices (allowMultipleAllocations, consumable memory)
+    fabric: int = 0  # fabric-attached devices with binding conditions (the driver attaches them)
+    attach_delay_seconds: float = 1.0  # how long an attach takes
+    attach_failures: int = 0  # the first N attaches of every claim fail (AttachFailed=True)
     driver_version: str = "1.0.0"
 
     @classmethod
     def from_dict(cls, data: Obj, base: DeviceConfig | None = None) -> DeviceConfig:
         known = {f.name for f in fields(cls)}
         aliases = {"devices": "gpus", "memoryGi": "memory_gi", "sharedDevices": "shared",
-                   "driverVersion": "driver_version"}
+                   "driverVersion": "driver_version", "fabricDevices": "fabric",
+                   "attachDelaySeconds": "attach_delay_seconds", "attachFailures": "attach_failures"}
         values = asdict(base) if base is not None else {}
         for k, v in (data or {}).items():
             k = aliases.get(k, k)
@@ -153,7 +167,17 @@ def build_devices(cfg: DeviceConfig, node: str) -> tuple[list[Obj], list[Obj]]:
                         "attributes": _attrs(cfg, node, name, cfg.gpus + i, shared={"bool": True}),
                         "capacity": {"memory": {"value": mem, "requestPolicy": {
                             "default": "1Gi", "validRange": {"min": "1Gi", "step": "1Gi"}}}}})
+    for i in range(cfg.fabric):
+        devices.append(fabric_device(f"fabric-{i}", _attrs(cfg, node, f"fabric-{i}", cfg.gpus + cfg.shared + i),
+                                     mem))
     return counters, devices
+
+
+def fabric_device(name: str, attributes: Obj, memory: str) -> Obj:
+    """A device that must be attached before its pod may be bound (KEP-5007)."""
+    return {"name": name, "attributes": {**attributes, "fabric": {"bool": True}},
+            "capacity": {"memory": {"value": memory}}, "bindsToNode": True,
+            "bindingConditions": [ATTACHED], "bindingFailureConditions": [ATTACH_FAILED]}
 
 
 def build_slices(driver: str, node: str, cfg: DeviceConfig) -> list[Obj]:
@@ -341,9 +365,14 @@ class ExampleDriver:
         now = _now()
         ours = []
         for r in results:
+            # Conditions set before (the attach's binding conditions) stay beside Ready.
+            kept = [c for d in (claim.get("status") or {}).get("devices") or []
+                    if (d.get("driver"), d.get("pool"), d.get("device")) == (self.driver, r["pool"], r["device"])
+                    for c in d.get("conditions") or [] if c.get("type") != "Ready"]
             entry: Obj = {"driver": self.driver, "pool": r["pool"], "device": r["device"],
-                          "conditions": [{"type": "Ready", "status": "True", "reason": "Prepared",
-                                          "message": f"prepared on node {self.node}", "lastTransitionTime": now}],
+                          "conditions": kept + [{"type": "Ready", "status": "True", "reason": "Prepared",
+                                                 "message": f"prepared on node {self.node}",
+                                                 "lastTransitionTime": now}],
                           "data": {"cdiDeviceIDs": [f"{self.cdi_kind()}={r['device']}"],
                                    "uuid": _uuid(r["pool"], r["device"])}}
             if r.get("shareID"):
@@ -370,6 +399,126 @@ class ExampleDriver:
             if fresh is None or fresh["metadata"]["uid"] != m["uid"]:
                 return
             claim = fresh
+
+
+class Attacher:
+    """The attach half of a fabric driver (KEP-5007): sets the binding conditions of devices allocated with this
+    driver and pinned to this node, after a delay, or a failure condition for the first attempts of a claim."""
+
+    def __init__(self, client: Client, driver: str, node: str, config: DeviceConfig):
+        self.client, self.driver, self.node, self.config = client, driver, node, config
+        self.attempts: dict[str, int] = {}  # claim uid -> attaches tried
+        self._pending: dict[tuple[str, str], asyncio.Task] = {}  # (claim uid, allocationTimestamp) -> attach
+
+    async def run(self, stop: asyncio.Event) -> None:
+        from dramock.client.informer import Informer
+
+        informer = Informer(self.client, resource_path("resource.k8s.io", "v1", "resourceclaims"))
+        informer.add_handler(lambda _t, claim, _old: self.observe(claim))
+        try:
+            await informer.run(stop)
+        finally:
+            for t in self._pending.values():
+                t.cancel()
+            await asyncio.gather(*self._pending.values(), return_exceptions=True)
+
+    def _waiting_results(self, claim: Obj) -> list[Obj]:
+        """This driver's results with binding conditions that nobody reported on yet, when the scheduler waits
+        for them on this node."""
+        status = claim.get("status") or {}
+        allocation = status.get("allocation") or {}
+        if not status.get("reservedFor") or not _pinned_to(allocation.get("nodeSelector"), self.node):
+            return []
+        reported = {(d.get("pool"), d.get("device")) for d in status.get("devices") or []
+                    if d.get("driver") == self.driver and any(
+                        c.get("type") in (ATTACHED, ATTACH_FAILED) for c in d.get("conditions") or [])}
+        return [r for r in (allocation.get("devices") or {}).get("results") or []
+                if r.get("driver") == self.driver and r.get("bindingConditions")
+                and (r["pool"], r["device"]) not in reported]
+
+    def observe(self, claim: Obj) -> None:
+        if not self._waiting_results(claim):
+            return
+        key = (claim["metadata"]["uid"], claim["status"]["allocation"].get("allocationTimestamp", ""))
+        if key in self._pending:
+            return
+        task = asyncio.create_task(self._attach(claim, key))
+        self._pending[key] = task
+        task.add_done_callback(lambda _t: self._pending.pop(key, None))
+
+    def _setting(self, claim: Obj, name: str, default: float) -> float:
+        value = (claim["metadata"].get("annotations") or {}).get(f"{self.driver}/{name}")
+        if value is None:
+            return default
+        try:
+            from dramock.scheduler.bindingconditions import parse_duration
+
+            return parse_duration(value)
+        except ValueError:
+            log.warning("claim %s: annotation %s/%s=%r is not a number", claim["metadata"]["name"], self.driver,
+                        name, value)
+            return default
+
+    async def _attach(self, claim: Obj, key: tuple[str, str]) -> None:
+        m = claim["metadata"]
+        await asyncio.sleep(self._setting(claim, "attach-delay", self.config.attach_delay_seconds))
+        path = resource_path("resource.k8s.io", "v1", "resourceclaims", m.get("namespace"), m["name"])
+        for _ in range(5):
+            try:
+                current = await self.client.request("GET", path)
+            except APIStatusError:
+                return
+            allocation = (current.get("status") or {}).get("allocation") or {}
+            if current["metadata"]["uid"] != key[0] or allocation.get("allocationTimestamp", "") != key[1]:
+                return  # deallocated or allocated anew meanwhile
+            results = self._waiting_results(current)
+            if not results:
+                return
+            uid = key[0]
+            self.attempts[uid] = attempt = self.attempts.get(uid, 0) + 1
+            failures = int(self._setting(current, "attach-failures", self.config.attach_failures))
+            failed = attempt <= failures
+            now = _now()
+            status = current["status"]
+            devices = list(status.get("devices") or [])
+            for r in results:
+                if failed:
+                    conds = [{"type": t, "status": "True", "reason": "AttachFailed", "lastTransitionTime": now,
+                              "message": f"simulated attach failure {attempt} of {failures} on node {self.node}"}
+                             for t in r.get("bindingFailureConditions") or [ATTACH_FAILED]]
+                else:
+                    conds = [{"type": t, "status": "True", "reason": "Attached", "lastTransitionTime": now,
+                              "message": f"attached to node {self.node}"} for t in r["bindingConditions"]]
+                entry = next((d for d in devices if (d.get("driver"), d.get("pool"), d.get("device")) ==
+                              (self.driver, r["pool"], r["device"])), None)
+                if entry is None:
+                    entry = {"driver": self.driver, "pool": r["pool"], "device": r["device"]}
+                    if r.get("shareID"):
+                        entry["shareID"] = r["shareID"]
+                    devices.append(entry)
+                types = {c["type"] for c in conds}
+                entry["conditions"] = [c for c in entry.get("conditions") or [] if c.get("type") not in types] + conds
+            status["devices"] = devices
+            try:
+                await self.client.request("PUT", path + "/status", current)
+            except APIStatusError as e:
+                self.attempts[uid] -= 1
+                if e.code == 409:
+                    continue
+                log.warning("claim %s/%s: writing the attach result: %s", m.get("namespace"), m["name"], e)
+                return
+            log.info("driver %s on %s: %s %s/%s", self.driver, self.node, "failed to attach" if failed else "attached",
+                     m.get("namespace"), m["name"])
+            return
+
+
+def _pinned_to(selector: Obj | None, node: str) -> bool:
+    """Whether an allocation's node selector names exactly this node (node-local pools and bindsToNode)."""
+    for term in (selector or {}).get("nodeSelectorTerms") or []:
+        for f in term.get("matchFields") or []:
+            if f.get("key") == "metadata.name" and f.get("operator") == "In" and f.get("values") == [node]:
+                return True
+    return False
 
 
 def _dra_servicer(pb2: Any, base: type, drv: ExampleDriver) -> Any:
@@ -449,6 +598,8 @@ async def run_driver(server: str, node_name: str, driver: str = DEFAULT_DRIVER, 
     reg_server = grpc.aio.server()
     pluginregistration_v1_pb2_grpc.add_RegistrationServicer_to_server(registration, reg_server)
     publisher = SlicePublisher(client, driver, node_name)
+    attacher = Attacher(client, driver, node_name, cfg)
+    attach_task = asyncio.create_task(attacher.run(stop))
     config_mtime: int | None = None
     # A failed publish is retried with backoff (5 ms doubling up to the resync period), as upstream's
     # resourceslice controller requeues with a rate limiter, not only at the next resync.
@@ -468,6 +619,7 @@ async def run_driver(server: str, node_name: str, driver: str = DEFAULT_DRIVER, 
                     mtime = os.stat(config_file).st_mtime_ns
                     if mtime != config_mtime:
                         cfg = load_config(config_file, config or DeviceConfig(gpus=devices))
+                        attacher.config = cfg
                         config_mtime = mtime
                 except (OSError, ValueError, TypeError) as e:
                     log.error("device config %s: %s", config_file, e)
@@ -482,6 +634,8 @@ async def run_driver(server: str, node_name: str, driver: str = DEFAULT_DRIVER, 
                 log.warning("driver %s on %s: publishing slices: %s (retrying in %.3fs)", driver, node_name, e,
                             retry_delay)
     finally:
+        attach_task.cancel()
+        await asyncio.gather(attach_task, return_exceptions=True)
         await reg_server.stop(1)
         await dra_server.stop(1)
         for p in (reg_sock, dra_sock):
@@ -528,6 +682,12 @@ def add_driver_flags(p: argparse.ArgumentParser) -> None:
                    help="make each GPU partitionable into this many partitions (shared counters)")
     p.add_argument("--shared-devices", type=int, default=0,
                    help="number of multi-allocatable devices (allowMultipleAllocations)")
+    p.add_argument("--fabric-devices", type=int, default=0,
+                   help="number of fabric-attached devices with binding conditions (the driver attaches them)")
+    p.add_argument("--attach-delay", type=float, default=DeviceConfig.attach_delay_seconds, metavar="SECONDS",
+                   help="how long attaching a device with binding conditions takes")
+    p.add_argument("--attach-failures", type=int, default=0,
+                   help="the first N attaches of every claim fail (the binding failure condition turns True)")
     p.add_argument("--config", default="", help="device config file (JSON/YAML, DeviceConfig keys); re-read "
                    "when it changes")
     p.add_argument("--resync-seconds", type=float, default=DEFAULT_RESYNC_SECONDS)
@@ -554,7 +714,8 @@ async def run_from_args(server: str, args: argparse.Namespace) -> None:
     if args.install_device_class:
         await _install_when_reachable(server, args.driver)
     cfg = DeviceConfig(gpus=args.devices, model=args.model, memory_gi=args.memory_gi, partitions=args.partitions,
-                       shared=args.shared_devices)
+                       shared=args.shared_devices, fabric=args.fabric_devices, attach_delay_seconds=args.attach_delay,
+                       attach_failures=args.attach_failures)
     await run_driver(server, args.node_name, args.driver, args.devices, args.root_dir, args.plugins_registry_dir,
                      args.plugins_dir, config=cfg, config_file=args.config, cdi_dir=args.cdi_dir,
                      resync_seconds=args.resync_seconds)

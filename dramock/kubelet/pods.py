@@ -63,7 +63,7 @@ class PreparedClaim:
     namespace: str
     name: str
     uid: str
-    drivers: list[str]
+    drivers: list[str]  # the drivers NodeUnprepareResources goes to
     pods: set[str] = field(default_factory=set)  # pod UIDs on this node using the claim
     devices: dict[str, list[Obj]] = field(default_factory=dict)  # driver -> devices from NodePrepareResources
 
@@ -120,9 +120,13 @@ def _exit_code(pod: Obj) -> int:
         return 1
 
 
-def _drivers_of(claim: Obj) -> list[str]:
+def _drivers_of(claim: Obj, skipping: str = "") -> list[str]:
+    """The drivers of the claim's devices; with `skipping` (an operation such as NodePrepareResources), only
+    those for which some device does not skip it (DRAOptionalNodeOperations: a gRPC call is skipped when all
+    of a driver's devices in the claim list it, or `*`, in skipNodeOperations)."""
     results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results")
-    return sorted({r["driver"] for r in results or [] if r.get("driver")})
+    return sorted({r["driver"] for r in results or [] if r.get("driver") and not (
+        skipping and {skipping, "*"} & set(r.get("skipNodeOperations") or ()))})
 
 
 class PodManager:
@@ -319,9 +323,10 @@ class PodManager:
             cm = claim["metadata"]
             if cm["uid"] in self.prepared:
                 continue
-            pc = PreparedClaim(cm.get("namespace", ""), cm["name"], cm["uid"], _drivers_of(claim))
+            pc = PreparedClaim(cm.get("namespace", ""), cm["name"], cm["uid"],
+                               _drivers_of(claim, skipping="NodeUnprepareResources"))
             pending.append(pc)
-            for d in pc.drivers:
+            for d in _drivers_of(claim, skipping="NodePrepareResources"):
                 by_driver.setdefault(d, []).append(pc)
         for driver in by_driver:
             if self.plugins.get(driver) is None:
@@ -504,8 +509,8 @@ class PodManager:
                         continue
                     raise NotReady(f"looking up resource claim {ns}/{claim_name}: {e}") from e
                 cm = claim["metadata"]
-                pc = self.prepared.setdefault(cm["uid"], PreparedClaim(ns, cm["name"], cm["uid"],
-                                                                       _drivers_of(claim)))
+                pc = self.prepared.setdefault(cm["uid"], PreparedClaim(
+                    ns, cm["name"], cm["uid"], _drivers_of(claim, skipping="NodeUnprepareResources")))
                 pc.pods.add(uid)
             self._adopted.discard(uid)
 

@@ -16,7 +16,25 @@ def add_scheduler_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kubeconfig", default="", help="kubeconfig naming the server to talk to")
     p.add_argument("--server", default="", help="server URL (instead of --kubeconfig)")
     p.add_argument("--feature-gates", default="", help="comma-separated Name=true|false pairs")
+    add_binding_timeout_flag(p)
     p.add_argument("-v", "--v", type=int, default=0, dest="verbosity", help="log verbosity; 4+ = debug")
+
+
+def add_binding_timeout_flag(p: argparse.ArgumentParser) -> None:
+    """kube-scheduler takes it from its configuration (DynamicResourcesArgs.bindingTimeout); dramock from a flag."""
+    p.add_argument("--dra-binding-timeout", default="600s", metavar="DURATION",
+                   help="how long PreBind waits for the binding conditions of allocated devices (a Go duration, "
+                   "at least 1s; default 600s as DynamicResourcesArgs.bindingTimeout)")
+
+
+def binding_timeout(args: argparse.Namespace) -> float:
+    """The flag in seconds; ValueError with upstream's wording when it is invalid."""
+    from dramock.scheduler.bindingconditions import parse_duration
+
+    value = parse_duration(args.dra_binding_timeout)
+    if value < 1:
+        raise ValueError(f"bindingTimeout: Invalid value: \"{args.dra_binding_timeout}\": must be at least 1s")
+    return value
 
 
 def run_from_args(args: argparse.Namespace) -> int:
@@ -32,6 +50,11 @@ def run_from_args(args: argparse.Namespace) -> int:
     except featuregates.FeatureGateError as e:
         print(f"dramock scheduler: invalid argument for --feature-gates: {e}", file=sys.stderr)
         return 2
+    try:
+        timeout = binding_timeout(args)
+    except ValueError as e:
+        print(f"dramock scheduler: invalid argument for --dra-binding-timeout: {e}", file=sys.stderr)
+        return 2
     configure_logging(args.verbosity)
     server = args.server.rstrip("/") if args.server else server_from_kubeconfig(args.kubeconfig)
 
@@ -40,7 +63,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await run_scheduler(server, stop, gates=gates)
+        await run_scheduler(server, stop, gates=gates, binding_timeout=timeout)
 
     asyncio.run(main())
     return 0

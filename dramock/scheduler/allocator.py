@@ -27,6 +27,10 @@ Per feature (1.37 gates in dramock.schemas.featuregates):
   * DRADeviceTaints / DRADeviceTaintRules: NoSchedule/NoExecute taints must be tolerated.
   * DRADeviceBindingConditions: bindingConditions copied into results, pools with binding conditions
     last, `bindsToNode` pins the node, `allocationTimestamp` set when any result has binding conditions.
+  * DRAOptionalNodeOperations (KEP-5945): the slice's `skipNodeOperations` copied into each result.
+  * DRAListTypeAttributes: constraints compare attribute values as sets (scalars as one-element sets).
+  * DRADerivedAttributes: a request's `derivedAttributes` (CEL per candidate device) stand in for the device's
+    attribute of that name in the claim's matchAttribute / distinctAttribute constraints.
 
 Explanation mode: with `AllocationInput.tracer` (dramock.scheduler.explain.Tracer) the allocator tells it why
 each device was passed over, in words with the values involved (the `why_*` methods). The calls sit only on
@@ -273,7 +277,7 @@ class _Req:
     """A request without subrequests, or one subrequest (requestData upstream)."""
 
     __slots__ = ("admin", "all_devs", "base", "capacity", "cands", "class_name", "class_obj", "count",
-                 "mode", "num", "selectors", "sub", "tolerations")
+                 "derived", "mode", "num", "selectors", "sub", "tolerations")
 
     def __init__(self, base: str, sub: str | None, spec: Obj, admin: bool):
         self.base, self.sub = base, sub
@@ -285,6 +289,8 @@ class _Req:
         self.selectors = spec.get("selectors") or []
         self.tolerations = spec.get("tolerations") or []
         self.capacity = (spec.get("capacity") or {}).get("requests") or {}
+        # DRADerivedAttributes: attribute name -> CEL expression (set by the allocator when the gate is on).
+        self.derived: dict[str, str] = {}
         self.cands: list[_Dev] | None = None
         self.all_devs: list[_Dev] = []
         self.num = 0
@@ -295,10 +301,13 @@ class _Req:
 
 
 class _Constraint:
-    def __init__(self, requests: list[str], attribute: str, distinct: bool):
+    def __init__(self, requests: list[str], attribute: str, distinct: bool, sets: bool = False):
         self.requests = set(requests)
         self.attribute = attribute
         self.distinct = distinct
+        # DRAListTypeAttributes: values compare as sets (a scalar is a one-element set): matching values must
+        # share an element, distinct ones share none.
+        self.sets = sets
         self.values: list[tuple] = []
 
     def applies(self, req: _Req) -> bool:
@@ -309,10 +318,14 @@ class _Constraint:
     def add(self, req: _Req, dev: _Dev) -> bool:
         if not self.applies(req):
             return True
-        v = dev.attribute(self.attribute)
+        expr = req.derived.get(self.attribute)
+        v = dev.attribute(self.attribute) if expr is None else _derived_value(req, self.attribute, expr, dev)
         if v is None:
             return False
-        if self.distinct:
+        if self.sets:
+            if not self._set_fits(v):
+                return False
+        elif self.distinct:
             if v in self.values:
                 return False
         elif self.values and self.values[0] != v:
@@ -320,9 +333,60 @@ class _Constraint:
         self.values.append(v)
         return True
 
+    def _set_fits(self, v: tuple) -> bool:
+        new = _as_set(v)
+        if self.distinct:
+            return all(not (new & _as_set(old)) for old in self.values)
+        common = new
+        for old in self.values:
+            common = common & _as_set(old)
+        return bool(common)
+
     def remove(self, req: _Req, dev: _Dev) -> None:
         if self.applies(req):
             self.values.pop()
+
+
+def _as_set(v: tuple) -> frozenset:
+    """An attribute value (_attr_value's shape) as a set of typed elements: "ints" (1, 2) -> {("int", 1), ...}."""
+    kind, value = v
+    if kind.endswith("s") and isinstance(value, tuple):
+        return frozenset((kind[:-1], x) for x in value)
+    return frozenset({(kind, value)})
+
+
+def _derived_value(req: _Req, name: str, expression: str, dev: _Dev) -> tuple | None:
+    """A derived attribute's value for `dev`, shaped as _attr_value shapes a device attribute. A CEL error
+    aborts the allocation (upstream: silent topology mismatches are worse than a failed pod)."""
+    where = f"request {req.name}: derived attribute {name}"
+    try:
+        value = cel.compile(expression, cost_limit=None, derived_attribute=True).evaluate_value(dev.env())
+    except cel.CELCompileError as e:
+        raise _Error(f"{where}: CEL compile error: {e.message}") from None
+    except cel.CELRuntimeError as e:
+        raise _Error(f"{where}: CEL runtime error: {e.message}") from None
+
+    def scalar(v: Any) -> tuple[str, Any] | None:
+        if isinstance(v, bool):
+            return ("bool", v)
+        if isinstance(v, int):
+            return ("int", v)
+        if isinstance(v, str):
+            return ("string", v)
+        if isinstance(v, cel.Semver):
+            return ("version", str(v))
+        return None
+
+    if isinstance(value, list):
+        items = [scalar(v) for v in value]
+        if any(i is None for i in items) or len({i[0] for i in items if i}) > 1:
+            raise _Error(f"{where}: CEL runtime error: must evaluate to a list of one scalar type")
+        kind = items[0][0] if items else "string"
+        return (kind + "s", tuple(i[1] for i in items if i))
+    out = scalar(value)
+    if out is None:
+        raise _Error(f"{where}: CEL runtime error: must evaluate to a primitive scalar, not {type(value).__name__}")
+    return out
 
 
 # ============================================================================ the allocator
@@ -370,6 +434,7 @@ class _Allocator:
         self.taint_rules_on = self.taints_on and g.enabled("DRADeviceTaintRules")
         self.binding_on = g.enabled("DRADeviceBindingConditions")
         self.compat_on = g.enabled("DRADeviceCompatibilityGroups")
+        self.skip_ops_on = g.enabled("DRAOptionalNodeOperations")
         self.fractional = g.enabled("DRAFractionalCapacityRange")
         self.node = inp.node
         self.node_name = ((inp.node or {}).get("metadata") or {}).get("name", "")
@@ -523,6 +588,12 @@ class _Allocator:
 
     # ------------------------------------------------------------------ requests
 
+    def _with_derived(self, req: _Req, spec: Obj) -> _Req:
+        if self.inp.gates.enabled("DRADerivedAttributes"):
+            req.derived = {d["name"]: d.get("expression", "") for d in spec.get("derivedAttributes") or []
+                           if isinstance(d, dict) and d.get("name")}
+        return req
+
     def prepare(self) -> None:
         gates = self.inp.gates
         for ci, claim in enumerate(self.claims):
@@ -541,14 +612,16 @@ class _Allocator:
                         if not self.consumable and sub.get("capacity"):
                             raise _Error(f"claim {_kobj(claim)}, subrequest {sub.get('name', '')}: has capacity "
                                          "requests, but the DRAConsumableCapacity feature is disabled")
-                        alts.append(self.validate(ci, _Req(name, sub.get("name", ""), sub, False)))
+                        alts.append(self.validate(ci, self._with_derived(_Req(name, sub.get("name", ""), sub, False),
+                                                                         sub)))
                     min_total += min(r.num for r in alts)
                 else:
                     exactly = request.get("exactly") or {}
                     if not self.consumable and exactly.get("capacity"):
                         raise _Error(f"claim {_kobj(claim)}, request {name}: has capacity requests, but the "
                                      "DRAConsumableCapacity feature is disabled")
-                    req = self.validate(ci, _Req(name, None, exactly, bool(exactly.get("adminAccess"))))
+                    req = self.validate(ci, self._with_derived(
+                        _Req(name, None, exactly, bool(exactly.get("adminAccess"))), exactly))
                     alts = [req]
                     min_total += req.num
                 per_claim.append(alts)
@@ -559,10 +632,11 @@ class _Allocator:
             self.selected.append([0] * len(per_claim))
             constraints = []
             for i, c in enumerate(devices.get("constraints") or []):
+                sets = gates.enabled("DRAListTypeAttributes")
                 if c.get("matchAttribute"):
-                    constraints.append(_Constraint(c.get("requests") or [], c["matchAttribute"], False))
+                    constraints.append(_Constraint(c.get("requests") or [], c["matchAttribute"], False, sets))
                 elif c.get("distinctAttribute"):
-                    constraints.append(_Constraint(c.get("requests") or [], c["distinctAttribute"], True))
+                    constraints.append(_Constraint(c.get("requests") or [], c["distinctAttribute"], True, sets))
                 else:
                     raise _Error(f"claim {_kobj(claim)}, constraint #{i}: empty constraint (unsupported constraint "
                                  "type?)")
@@ -1199,6 +1273,8 @@ class _Allocator:
                     any_binding = True
                     r["bindingConditions"] = list(dev.device["bindingConditions"])
                     r["bindingFailureConditions"] = list(dev.device.get("bindingFailureConditions") or [])
+                if self.skip_ops_on and dev.slice["spec"].get("skipNodeOperations"):
+                    r["skipNodeOperations"] = list(dev.slice["spec"]["skipNodeOperations"])
                 if share_id:
                     r["shareID"] = share_id
                 if consumed:

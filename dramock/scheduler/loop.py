@@ -18,6 +18,12 @@ Per pod, as upstream's framework runs its plugins:
 - PreBind: finalizer `resource.kubernetes.io/delete-protection`, then `status.allocation` and
   `status.reservedFor` through /status; Bind: `POST pods/<name>/binding`. A failure undoes the reservation
   (and removes the pod from reservedFor) and retries the pod with backoff.
+- Binding conditions (KEP-5007, see bindingconditions.py): when an allocated device has `bindingConditions`,
+  PreBind sets `status.nominatedNodeName`, records a `BindingConditionsPending` event and waits (at most the
+  binding timeout, `--dra-binding-timeout`) until the driver reports every condition True. A failure condition
+  or the timeout fails PreBind: the pod leaves reservedFor but the claim stays allocated, the pod gets
+  `PodScheduled=False/SchedulerError` and a FailedScheduling event, and the next attempt's Filter finds the
+  claim unavailable so that PostFilter deallocates it.
 
 Failures give a `FailedScheduling` Warning event (`0/2 nodes are available: 2 cannot allocate all claims.`) and
 the `PodScheduled=False` condition with reason `Unschedulable`; success a `Scheduled` Normal event.
@@ -42,7 +48,7 @@ import aiohttp
 
 from dramock.client.informer import Informer
 from dramock.client.rest import APIStatusError, Client, resource_path
-from dramock.scheduler import extended, filtercache
+from dramock.scheduler import bindingconditions, extended, filtercache, nodeallocatable
 from dramock.scheduler.state import HeldDevices, NodeUsage, TrackedDict
 from dramock.scheduler.types import AllocationInput, AllocationOutcome
 from dramock.schemas.featuregates import FeatureGates
@@ -96,6 +102,13 @@ class _Metrics:
                                           "'error' means an internal scheduler problem.", ["result", "profile"])
         self.claim_creates = PCounter("scheduler_resourceclaim_creates", "Number of ResourceClaims creation "
                                       "requests within scheduler", ["status"])
+        self.binding_conditions_allocations = PCounter(
+            "scheduler_dra_bindingconditions_allocations", "Number of allocations using devices with "
+            "BindingConditions, counted per driver per scheduling attempt", ["profile", "driver", "status"])
+        self.binding_conditions_wait = Histogram(
+            "scheduler_dra_bindingconditions_wait_duration_seconds", "Time in seconds spent waiting for "
+            "BindingConditions to be satisfied during PreBind.", ["profile", "driver", "status"],
+            buckets=[0.1 * 2 ** i for i in range(14)])
         self.plugin_duration = Histogram(
             "scheduler_plugin_execution_duration_seconds", "Duration for running a plugin at a specific "
             "extension point.", ["plugin", "extension_point", "status"],
@@ -180,8 +193,10 @@ def _container_requests(c: Obj) -> dict[str, Fraction]:
     return out
 
 
-def pod_requests(pod: Obj) -> dict[str, Fraction]:
-    """What the pod asks of a node (upstream's resource.PodRequests, without in-place resize)."""
+def pod_requests(pod: Obj, node_allocatable_claims: bool = True) -> dict[str, Fraction]:
+    """What the pod asks of a node (upstream's resource.PodRequests, without in-place resize); with what its
+    claims' devices bring along (status.nodeAllocatableResourceClaimStatuses, DRANodeAllocatableResources)
+    unless `node_allocatable_claims` is False."""
     spec = pod.get("spec") or {}
     total: dict[str, Fraction] = {}
     for c in spec.get("containers") or []:
@@ -205,6 +220,9 @@ def pod_requests(pod: Obj) -> dict[str, Fraction]:
         if k in pod_level:
             total[k] = _q(pod_level[k])
     _add(total, spec.get("overhead"))
+    statuses = (pod.get("status") or {}).get("nodeAllocatableResourceClaimStatuses")
+    if statuses and node_allocatable_claims:
+        total = nodeallocatable.add_to_requests(total, statuses)
     return total
 
 
@@ -323,12 +341,15 @@ def node_fit_reason(pod: Obj, node: Obj, requests: dict[str, Fraction], allocata
     return None
 
 
-def allocated_claims_reason(node: Obj, allocated: list[Obj], uid: str | None) -> tuple[str | None, Obj | None]:
+def allocated_claims_reason(node: Obj, allocated: list[Obj], uid: str | None,
+                            unavailable: Callable[[Obj], bool] | None = None) -> tuple[str | None, Obj | None]:
     """Why the pod's allocated claims rule the node out (None: they don't), and the claim whose allocation
-    is elsewhere (a PostFilter candidate)."""
+    is elsewhere, or which `unavailable` says is (binding failed or timed out): a PostFilter candidate."""
     for c in allocated:
         status = c["status"]
         if not match_node_selector(status["allocation"].get("nodeSelector"), node):
+            return MSG_NOT_AVAILABLE, c
+        if unavailable is not None and unavailable(c):
             return MSG_NOT_AVAILABLE, c
         reserved = status.get("reservedFor") or []
         if not any(r.get("uid") == uid for r in reserved) and len(reserved) >= RESERVED_FOR_MAX:
@@ -387,8 +408,11 @@ def _rv(obj: Obj) -> int:
 
 class Scheduler:
     def __init__(self, client: Client, allocate: Allocate | None = None, gates: FeatureGates | None = None,
-                 scheduler_name: str = SCHEDULER_NAME):
+                 scheduler_name: str = SCHEDULER_NAME,
+                 binding_timeout: float = bindingconditions.DEFAULT_BINDING_TIMEOUT):
         self.client = client
+        self.binding_timeout = binding_timeout  # DynamicResourcesArgs.bindingTimeout, in seconds
+        self._claim_waiters: set[asyncio.Event] = set()  # PreBinds waiting for binding conditions
         self._allocate = allocate
         self.gates = gates or FeatureGates()
         self.scheduler_name = scheduler_name
@@ -426,6 +450,7 @@ class Scheduler:
         self.node_usage = NodeUsage(self._requests_of, self.assumed_pods)
         self._slices_view: tuple[int, dict[str, list[Obj]], list[Obj], dict[str, list]] | None = None
         self._nodes_view: list[Obj] | None = None  # sorted by name; None after any node event
+        self._devices_view: tuple[int, nodeallocatable.DeviceIndex] | None = None
         self._verdicts: dict[tuple, tuple[str | None, list[Obj]]] = {}  # (reason, allocations); see _find_node
         self._dra_cycles = 0  # Filter durations are recorded for every tenth DRA cycle, as upstream samples
         self._binding: set[asyncio.Task] = set()
@@ -659,6 +684,8 @@ class Scheduler:
         self._move_all(f"node {type_.lower()}")
 
     def _on_claim(self, type_: str, claim: Obj, old: Obj | None) -> None:
+        for waiter in self._claim_waiters:
+            waiter.set()
         m = claim["metadata"]
         k = (m.get("namespace", ""), m["name"])
         self.held.claim_changed(*k)
@@ -802,6 +829,7 @@ class Scheduler:
         pending: list[Obj] = []
         allocated: list[Obj] = []
         has_special = False
+        node_allocatable = self.gates.enabled("DRANodeAllocatableResources")
         for c in claims:
             cm = c["metadata"]
             if (cm.get("annotations") or {}).get(extended.EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true":
@@ -814,6 +842,10 @@ class Scheduler:
                 raise Unschedulable(f'resource claim {ns}/{cm["name"]} is in the process of being allocated')
             status = c.get("status") or {}
             if status.get("allocation"):
+                if node_allocatable and any(r.get("uid") != uid for r in status.get("reservedFor") or []) and \
+                        nodeallocatable.has_mapped_device(status["allocation"], self._device_index()):
+                    _observe("PreFilter", "UnschedulableAndUnresolvable", t0)
+                    raise Unschedulable(nodeallocatable.MSG_SHARED.format(name=cm["name"]))
                 allocated.append(c)
             else:
                 pending.append(c)
@@ -826,7 +858,7 @@ class Scheduler:
         if not nodes:
             raise Unschedulable(MSG_NO_NODES)
         usage = self._node_usage()
-        requests = pod_requests(pod)
+        requests = pod_requests(pod, node_allocatable_claims=False)  # its own statuses are recomputed per node
         reasons: Counter[str] = Counter()
         fits: list[tuple[tuple, str, list[tuple[Obj, Obj]], Obj | None]] = []
         alloc_input: dict[str, Any] | None = None
@@ -878,7 +910,7 @@ class Scheduler:
             reason = self._filter_node(pod, node, node_requests, usage)
             t1 = time.perf_counter()
             if reason is None:
-                reason, blocking = self._filter_allocated_claims(pod, node, allocated, uid)
+                reason, blocking = self._filter_allocated_claims(node, allocated, uid)
                 if blocking is not None and blocking not in unavailable:
                     unavailable.append(blocking)
             new_allocs: list[tuple[Obj, Obj]] = []
@@ -908,6 +940,8 @@ class Scheduler:
                     reason = outcome.reason or MSG_CANNOT_ALLOCATE
                 else:
                     new_allocs = list(zip(to_allocate, outcome.allocations or [], strict=True))
+            if reason is None and node_allocatable and (allocated or new_allocs):
+                reason = self._node_allocatable_fit(pod, node, node_requests, usage, allocated, new_allocs)
             if sample and (reason is None or to_allocate or allocated):
                 _observe("Filter", "Success" if reason is None else "Unschedulable", t1)
             if remember:
@@ -926,6 +960,38 @@ class Scheduler:
         new_allocs = [(c, copy.deepcopy(a)) for c, a in new_allocs]  # outcomes may be shared with the cache
         return name, new_allocs, special
 
+    def _device_index(self) -> nodeallocatable.DeviceIndex:
+        """(driver, pool, device) -> device of every slice, rebuilt after slice events."""
+        if self._devices_view is None or self._devices_view[0] != self.cluster_generation:
+            self._devices_view = (self.cluster_generation, nodeallocatable.device_index(self.slices.list()))
+        return self._devices_view[1]
+
+    def _node_allocatable_statuses(self, pod: Obj, allocations: list[tuple[str, Obj]]) -> list[Obj]:
+        """The pod's nodeAllocatableResourceClaimStatuses for (ResourceClaim name, allocation) pairs."""
+        pod_claims = {cname: pc for pc, cname, _ in pod_claim_refs(pod) if cname}
+        return nodeallocatable.claim_statuses(
+            pod, [(pod_claims.get(name, ""), name, a) for name, a in allocations if name in pod_claims],
+            self._device_index())
+
+    def _node_allocatable_fit(self, pod: Obj, node: Obj, requests: dict[str, Fraction],
+                              usage: dict[str, tuple[dict[str, Fraction], int]], allocated: list[Obj],
+                              new_allocs: list[tuple[Obj, Obj]]) -> str | None:
+        """DRANodeAllocatableResources: the node must also hold what the claims' devices bring along."""
+        statuses = self._node_allocatable_statuses(
+            pod, [(c["metadata"]["name"], c["status"]["allocation"]) for c in allocated] +
+            [(c["metadata"]["name"], a) for c, a in new_allocs])
+        if not statuses:
+            return None
+        demand = nodeallocatable.add_to_requests(requests, statuses)
+        allocatable = self._allocatable_of(node)
+        used, _ = usage.get(node["metadata"]["name"], ({}, 0))
+        for res in sorted(demand):
+            if res in ("cpu", "memory", "ephemeral-storage") or res.startswith("hugepages-"):
+                if res in allocatable and demand[res] > 0 and \
+                        used.get(res, Fraction(0)) + demand[res] > allocatable[res]:
+                    return f"Insufficient {res}"
+        return None
+
     @staticmethod
     def _pod_shape(pod: Obj, requests: dict[str, Fraction], claims_key: str) -> str:
         """Everything about a pod that node fit and allocation read, as a cache key."""
@@ -938,10 +1004,15 @@ class Scheduler:
         used, count = usage.get(node["metadata"]["name"], ({}, 0))
         return node_fit_reason(pod, node, requests, self._allocatable_of(node), used, count)
 
-    @staticmethod
-    def _filter_allocated_claims(pod: Obj, node: Obj, allocated: list[Obj],
+    def _filter_allocated_claims(self, node: Obj, allocated: list[Obj],
                                  uid: str | None) -> tuple[str | None, Obj | None]:
-        return allocated_claims_reason(node, allocated, uid)
+        """Why the pod's allocated claims rule the node out (None: they don't), and the claim whose allocation
+        is elsewhere, or whose binding failed or timed out (a PostFilter candidate)."""
+        unavailable = None
+        if bindingconditions.binding_conditions_on(self.gates):
+            def unavailable(claim: Obj) -> bool:
+                return bindingconditions.unavailable(claim, self.binding_timeout)
+        return allocated_claims_reason(node, allocated, uid, unavailable)
 
     async def _post_filter(self, pod: Obj, unavailable: list[Obj]) -> None:
         """PostFilter (DynamicResources): when an allocated claim kept the pod off some node and nobody else
@@ -980,6 +1051,8 @@ class Scheduler:
         allocated_here = {c["metadata"]["uid"] for c, _ in new_allocs}
         created: Obj | None = None
         status_written = False
+        claim_names: list[str] = []  # every claim PreBind wrote or relies on
+        node_statuses_written = False
         t0 = time.perf_counter()
         try:
             if special is not None:
@@ -995,6 +1068,7 @@ class Scheduler:
                     self.assumed_claims[(ns, cm["name"])] = updated
                     written.append((ns, cm["name"]))
                 self.in_flight.pop(special["metadata"]["uid"], None)
+                claim_names.append(cm["name"])
                 ext_reqs = extended.extended_requests(pod, {c["metadata"]["name"]: c for c in self.classes.list()})
                 await self._patch_pod_status(pod, {"extendedResourceClaimStatus": extended.claim_status(
                     cm["name"], created.get("spec") or {}, ext_reqs)})
@@ -1006,11 +1080,24 @@ class Scheduler:
                     self.assumed_claims[(ns, cm["name"])] = updated
                     written.append((ns, cm["name"]))
                 self.in_flight.pop(cm["uid"], None)
+                claim_names.append(cm["name"])
+            if self.gates.enabled("DRANodeAllocatableResources"):
+                statuses = self._node_allocatable_statuses(pod, [
+                    (n, ((self.claim(ns, n) or {}).get("status") or {}).get("allocation")) for n in claim_names])
+                if statuses:
+                    await self._patch_pod_status(pod, {"nodeAllocatableResourceClaimStatuses": statuses})
+                    node_statuses_written = True
+            if bindingconditions.binding_conditions_on(self.gates):
+                await self._wait_for_binding_conditions(pod, node, claim_names)
             await self.client.request("POST", resource_path("", "v1", "pods", ns, name, "binding"),
                                       {"apiVersion": "v1", "kind": "Binding",
                                        "metadata": {"name": name, "namespace": ns, "uid": uid},
                                        "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
-        except (APIStatusError, aiohttp.ClientError, asyncio.TimeoutError, BindError) as e:
+        except (APIStatusError, aiohttp.ClientError, asyncio.TimeoutError, BindError,
+                bindingconditions.BindingFailed) as e:
+            # A failed or timed-out attach leaves the allocation in place, as upstream's Unreserve does: the next
+            # attempt's Filter sees why and PostFilter deallocates it.
+            conditions_failed = isinstance(e, bindingconditions.BindingFailed)
             if claims or special is not None:
                 _observe("PreBind", "Error", t0)
             self._count_attempt("error")
@@ -1023,15 +1110,22 @@ class Scheduler:
                     # Another scheduler bound it, relying on these claims' reservations: keep them.
                     log.info("pod %s was bound by another scheduler; its reservations stay", key)
                     return
-                await self._unreserve(ns, written, uid, allocated_here)
+                await self._unreserve(ns, written, uid, set() if conditions_failed else allocated_here)
+                if node_statuses_written:  # an explicit empty list, as upstream's Unreserve writes it
+                    with contextlib.suppress(APIStatusError, aiohttp.ClientError, asyncio.TimeoutError):
+                        await self._patch_pod_status(pod, {"nodeAllocatableResourceClaimStatuses": []})
                 if created is not None:
                     await self._delete_special_claim(created, status_written, pod)
             finally:
                 self.assumed_pods.pop(uid, None)
             current = self.pods.get(ns, name)
             if current is not None and current["metadata"].get("uid") == uid and self._wants(current):
-                await self._failed(pod, f"Binding rejected: {e}", condition=False)
-                self._to_backoff(key)
+                self._to_backoff(key)  # first: our own status write must not activate it at once
+                if conditions_failed:  # upstream's message for a PreBind error, reason SchedulerError
+                    await self._failed(pod, f'running PreBind plugin "{PLUGIN}": {e}', reason="SchedulerError",
+                                       clear_nominated=True)
+                else:
+                    await self._failed(pod, f"Binding rejected: {e}", condition=False)
             return
         except asyncio.CancelledError:
             for c, _ in new_allocs:
@@ -1044,6 +1138,72 @@ class Scheduler:
         self.attempts.pop(key, None)
         log.info("pod %s bound to %s", key, node)
         await self._event(pod, "Normal", "Scheduled", f"Successfully assigned {ns}/{name} to {node}")
+
+    async def _wait_for_binding_conditions(self, pod: Obj, node: str, names: list[str]) -> None:
+        """PreBind's wait (KEP-5007): return once every binding condition of the pod's claims is True; raise
+        BindingFailed on a True failure condition or when the binding timeout passes."""
+        m = pod["metadata"]
+        ns = m.get("namespace", "")
+        if not any(bindingconditions.has_binding_conditions(self.claim(ns, n)) for n in names):
+            return
+        # NominatedNodeNameForExpectation: tell others where the pod is going while it waits.
+        try:
+            await self._patch_pod_status(pod, {"nominatedNodeName": node})
+        except (APIStatusError, aiohttp.ClientError, asyncio.TimeoutError) as e:
+            log.info("pod %s/%s: setting nominatedNodeName: %s", ns, m["name"], e)
+        await self._event(pod, "Normal", bindingconditions.EVENT_REASON_PENDING,
+                          f"waiting for binding conditions for device on node {node}", action="Scheduling")
+        waiter = asyncio.Event()
+        self._claim_waiters.add(waiter)
+        started = time.monotonic()
+        deadline = started + self.binding_timeout
+        outcome = "failure"
+        try:
+            while True:
+                waiter.clear()
+                if self._ready_for_binding(pod, names):
+                    outcome = "success"
+                    return
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise bindingconditions.BindingFailed("device binding timeout")
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(waiter.wait(), min(remaining, bindingconditions.POLL_INTERVAL))
+        except bindingconditions.BindingFailed as e:
+            outcome = "timeout" if str(e).endswith("binding timeout") else "failure"
+            raise
+        finally:
+            self._claim_waiters.discard(waiter)
+            self._record_binding_conditions(ns, names, outcome, time.monotonic() - started)
+
+    def _record_binding_conditions(self, ns: str, names: list[str], status: str, waited: float) -> None:
+        m = metrics()
+        if m is None:
+            return
+        drivers = {r.get("driver", "") for n in names
+                   for r in ((((self.claim(ns, n) or {}).get("status") or {}).get("allocation") or {})
+                             .get("devices") or {}).get("results") or [] if r.get("bindingConditions")}
+        for driver in sorted(drivers):
+            m.binding_conditions_allocations.labels(self.scheduler_name, driver, status).inc()
+            m.binding_conditions_wait.labels(self.scheduler_name, driver, status).observe(waited)
+
+    def _ready_for_binding(self, pod: Obj, names: list[str]) -> bool:
+        """Upstream's isPodReadyForBinding over the informer's (or our own newer) view of the claims."""
+        m = pod["metadata"]
+        ns = m.get("namespace", "")
+        current = self.pods.get(ns, m["name"])
+        if current is None or current["metadata"].get("uid") != m.get("uid") or \
+                current["metadata"].get("deletionTimestamp"):
+            raise BindError(f"pod {ns}/{m['name']} was deleted while waiting for binding conditions")
+        for name in names:
+            claim = self.claim(ns, name)
+            if claim is None:
+                raise BindError(f'resourceclaim "{name}" not found')
+            if not bindingconditions.claim_ready(claim):
+                if bindingconditions.claim_timed_out(claim, self.binding_timeout):
+                    raise bindingconditions.BindingFailed(f"claim {name} binding timeout")
+                return False
+        return True
 
     async def _bound_elsewhere(self, ns: str, name: str, uid: str, e: BaseException) -> bool:
         """After a 409 from pods/binding: whether the pod (this very pod) already has a node."""
@@ -1096,6 +1256,9 @@ class Scheduler:
         path = resource_path(GROUP, VERSION, "resourceclaims", ns, cname)
         uid = pod["metadata"]["uid"]
         claim = self.claim(ns, cname)
+        if allocation is not None and bindingconditions.binding_conditions_on(self.gates):
+            # The binding timeout counts from the moment the allocation is written (upstream's bindClaim).
+            allocation = {**allocation, "allocationTimestamp": now_time()}
         for attempt in range(5):
             if claim is None or claim["metadata"].get("uid") != cuid:
                 raise BindError(f"resourceclaim {ns}/{cname} changed (deleted or replaced)")
@@ -1161,11 +1324,12 @@ class Scheduler:
 
     # ---------------------------------------------------------------- reporting
 
-    async def _failed(self, pod: Obj, message: str, condition: bool = True) -> None:
+    async def _failed(self, pod: Obj, message: str, condition: bool = True, reason: str = "Unschedulable",
+                      clear_nominated: bool = False) -> None:
         m = pod["metadata"]
         log.info("pod %s/%s unschedulable: %s", m.get("namespace"), m["name"], message)
         if condition:
-            await self._set_condition(pod, message)
+            await self._set_condition(pod, message, reason, clear_nominated)
         uid = m.get("uid", "")
         last = self._last_event.get(uid)
         now = time.monotonic()
@@ -1174,30 +1338,36 @@ class Scheduler:
         self._last_event[uid] = (message, now)
         await self._event(pod, "Warning", "FailedScheduling", message)
 
-    async def _set_condition(self, pod: Obj, message: str) -> None:
+    async def _set_condition(self, pod: Obj, message: str, reason: str = "Unschedulable",
+                             clear_nominated: bool = False) -> None:
         m = pod["metadata"]
         current = self.pods.get(m.get("namespace"), m["name"]) or pod
         conditions = list((current.get("status") or {}).get("conditions") or [])
         old = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
-        if old is not None and old.get("status") == "False" and old.get("reason") == "Unschedulable" and \
-                old.get("message") == message:
+        nominated = (current.get("status") or {}).get("nominatedNodeName")
+        if old is not None and old.get("status") == "False" and old.get("reason") == reason and \
+                old.get("message") == message and not (clear_nominated and nominated):
             return
-        cond = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
+        cond = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message,
                 "lastProbeTime": None,
                 "lastTransitionTime": old["lastTransitionTime"] if old and old.get("status") == "False"
                 and old.get("lastTransitionTime") else now_time()}
         conditions = [c for c in conditions if c.get("type") != "PodScheduled"] + [cond]
+        status: Obj = {"conditions": conditions}
+        if clear_nominated:  # even when our informer has not seen the nomination yet
+            status["nominatedNodeName"] = None
         try:
             await self.client.request(
                 "PATCH", resource_path("", "v1", "pods", m.get("namespace"), m["name"], "status"),
-                {"metadata": {"uid": m.get("uid")}, "status": {"conditions": conditions}},
+                {"metadata": {"uid": m.get("uid")}, "status": status},
                 content_type="application/strategic-merge-patch+json")
         except (APIStatusError, aiohttp.ClientError, asyncio.TimeoutError) as e:
             log.debug("pod %s/%s: setting PodScheduled: %s", m.get("namespace"), m["name"], e)
 
-    async def _event(self, pod: Obj, type_: str, reason: str, message: str) -> None:
+    async def _event(self, pod: Obj, type_: str, reason: str, message: str, action: str | None = None) -> None:
         """An events.k8s.io/v1 Event, as kube-scheduler's event recorder writes it: reportingController is the
-        scheduler name, reportingInstance `<scheduler name>-<hostname>`, action Scheduling or Binding."""
+        scheduler name, reportingInstance `<scheduler name>-<hostname>`, action Scheduling or Binding unless
+        given."""
         m = pod["metadata"]
         ns = m.get("namespace") or "default"
         now = datetime.now(timezone.utc)
@@ -1206,7 +1376,7 @@ class Scheduler:
                  "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
                  "reportingController": self.scheduler_name,
                  "reportingInstance": f"{self.scheduler_name}-{socket.gethostname()}",
-                 "action": "Scheduling" if reason == "FailedScheduling" else "Binding",
+                 "action": action or ("Scheduling" if reason == "FailedScheduling" else "Binding"),
                  "reason": reason, "note": message, "type": type_,
                  "regarding": {"apiVersion": "v1", "kind": "Pod", "namespace": ns, "name": m["name"],
                                "uid": m.get("uid", ""), "resourceVersion": m.get("resourceVersion", "")}}
@@ -1228,11 +1398,12 @@ def _gates(gates: FeatureGates | dict[str, bool] | str | None) -> FeatureGates:
 
 async def run_scheduler(server_url: str, stop: asyncio.Event | None = None,
                         gates: FeatureGates | dict[str, bool] | str | None = None,
-                        allocate: Allocate | None = None, user_agent: str = "dramock-scheduler") -> None:
+                        allocate: Allocate | None = None, user_agent: str = "dramock-scheduler",
+                        binding_timeout: float = bindingconditions.DEFAULT_BINDING_TIMEOUT) -> None:
     """Run the scheduler against `server_url` until `stop` is set (forever when None)."""
     stop = stop or asyncio.Event()
     client = Client(server_url, user_agent)
     try:
-        await Scheduler(client, allocate=allocate, gates=_gates(gates)).run(stop)
+        await Scheduler(client, allocate=allocate, gates=_gates(gates), binding_timeout=binding_timeout).run(stop)
     finally:
         await client.close()

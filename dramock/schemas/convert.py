@@ -34,7 +34,7 @@ def _rename(obj: Obj, pairs: tuple[tuple[str, str], ...]) -> Obj:
 
 
 def to_storage(obj: Obj, kind: Kind) -> Obj:
-    if kind.group == RESOURCE and kind.version != versions.STORAGE_VERSION:
+    if kind.group == RESOURCE and kind.version != versions.STORAGE_VERSION and not kind.only_version:
         return versions.to_v1(obj, kind.version)
     if kind.group == "events.k8s.io":
         out = _rename(obj, _EVENT_RENAMES)
@@ -45,7 +45,7 @@ def to_storage(obj: Obj, kind: Kind) -> Obj:
 
 def from_storage(obj: Obj, kind: Kind) -> Obj:
     """The stored object as `kind`'s version sees it. Returns the same dict when nothing changes."""
-    if kind.group == RESOURCE and kind.version != versions.STORAGE_VERSION:
+    if kind.group == RESOURCE and kind.version != versions.STORAGE_VERSION and not kind.only_version:
         return versions.from_v1(obj, kind.version)
     if kind.group == "events.k8s.io":
         out = _rename(obj, tuple((b, a) for a, b in _EVENT_RENAMES))
@@ -55,4 +55,5 @@ def from_storage(obj: Obj, kind: Kind) -> Obj:
 
 
 def needs_conversion(kind: Kind) -> bool:
-    return kind.group == "events.k8s.io" or (kind.group == RESOURCE and kind.version != versions.STORAGE_VERSION)
+    return kind.group == "events.k8s.io" or (kind.group == RESOURCE and kind.version != versions.STORAGE_VERSION
+                                             and not kind.only_version)

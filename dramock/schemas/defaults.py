@@ -44,6 +44,12 @@ def device_taint_rule(obj: Obj) -> None:
     _taint((obj.get("spec") or {}).get("taint"))
 
 
+def resource_pool_status_request(obj: Obj) -> None:
+    spec = obj.get("spec")
+    if isinstance(spec, dict) and spec.get("limit") is None:
+        spec["limit"] = 100  # ResourcePoolStatusRequestLimitDefault
+
+
 def resource_claim(obj: Obj) -> None:
     _claim_requests((obj.get("spec") or {}).get("devices"))
 

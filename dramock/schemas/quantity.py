@@ -501,6 +501,13 @@ def parse_quantity(s: str) -> Fraction:
     return Quantity.parse(s).to_fraction()
 
 
+def format_like(value: Fraction, like: str) -> str:
+    """An exact value as the canonical quantity in the format (binary SI, decimal SI, exponent) of the quantity
+    `like`, as Go keeps the format of the first operand of Add/Sub."""
+    exact = decimal.Decimal(value.numerator) / decimal.Decimal(value.denominator)
+    return Quantity(exact, None, Quantity.parse(like).format).canonical()
+
+
 def format_quantity(q: Quantity) -> str:
     """The string Kubernetes serializes a quantity as (resource.Quantity.String / MarshalJSON)."""
     return str(q)

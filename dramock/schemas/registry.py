@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dramock.schemas import defs
+from dramock.schemas.featuregates import FeatureGates
 
 Obj = dict[str, Any]
 
@@ -54,6 +55,10 @@ class Kind:
     # Whether metadata.generation is maintained (set to 1 on create, bumped on spec changes).
     tracks_generation: bool = False
     verbs: tuple[str, ...] = STANDARD_VERBS
+    # A kind that exists in one version only (an alpha kind) is stored in that version, not converted to v1.
+    only_version: bool = False
+    # Served only while this feature gate is on (and its version is turned on by --runtime-config).
+    gate: str = ""
 
     @property
     def singular(self) -> str:
@@ -208,6 +213,13 @@ OPTIONAL_VERSIONS: dict[tuple[str, str], tuple[str, ...]] = {
 
 STORED_KINDS = KINDS
 
+# Kinds of a single optional version, served when --runtime-config turns their version on and their gate is on.
+ALPHA_KINDS: tuple[Kind, ...] = (
+    # KEP-5677 DRAResourcePoolStatus: a one-time report on the pools of a driver, answered by a controller.
+    Kind(RESOURCE, "v1alpha3", "ResourcePoolStatusRequest", "resourcepoolstatusrequests", False,
+         subresources=("status",), return_deleted_object=True, only_version=True, gate="DRAResourcePoolStatus"),
+)
+
 
 class RuntimeConfigError(ValueError):
     pass
@@ -229,14 +241,17 @@ def parse_runtime_config(spec: str) -> dict[tuple[str, str], bool]:
     return out
 
 
-def configure(runtime_config: dict[tuple[str, str], bool]) -> None:
-    """Serve the optional versions the runtime config turns on (once, at server start)."""
+def configure(runtime_config: dict[tuple[str, str], bool], gates: FeatureGates | None = None) -> None:
+    """Serve the optional versions the runtime config turns on (once, at server start), with the alpha kinds
+    whose gates are on."""
     global KINDS, GROUP_VERSIONS, _BY_GVR
+    gates = gates or FeatureGates()
     kinds = list(STORED_KINDS)
     for gv, names in OPTIONAL_VERSIONS.items():
         if runtime_config.get(gv):
             kinds += [dataclasses.replace(k, version=gv[1]) for k in STORED_KINDS
                       if k.group == gv[0] and k.kind in names]
+            kinds += [k for k in ALPHA_KINDS if (k.group, k.version) == gv and gates.enabled(k.gate)]
     KINDS = tuple(kinds)
     GROUP_VERSIONS = tuple(dict.fromkeys((k.group, k.version) for k in KINDS))
     _BY_GVR = {(k.group, k.version, k.plural): k for k in KINDS}

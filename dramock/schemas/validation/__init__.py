@@ -19,6 +19,9 @@ from dramock.schemas.validation.resource import (
     validate_resource_claim_template,
     validate_resource_claim_template_update,
     validate_resource_claim_update,
+    validate_resource_pool_status_request,
+    validate_resource_pool_status_request_status_update,
+    validate_resource_pool_status_request_update,
     validate_resource_slice,
     validate_resource_slice_update,
 )
@@ -37,6 +40,9 @@ __all__ = [
     "validate_resource_claim_template",
     "validate_resource_claim_template_update",
     "validate_resource_claim_update",
+    "validate_resource_pool_status_request",
+    "validate_resource_pool_status_request_status_update",
+    "validate_resource_pool_status_request_update",
     "validate_resource_slice",
     "validate_resource_slice_update",
 ]
