@@ -73,14 +73,15 @@ def test_driver_refuses_a_registry_dir_too_deep_for_its_socket(short_base: str) 
     assert os.path.join(deep, "plugins_registry", f"{EXAMPLE_DRIVER}-reg.sock") in str(err.value)
 
 
+# The longest data dir whose node sockets fit inside it.
+LIMIT = UNIX_SOCKET_PATH_MAX - (max(len(p) for p in driver_sockets(os.path.join("", "nodes", "node-1"), ROOM)) + 1)
+
+
 @pytest.mark.e2e
-@pytest.mark.parametrize("offset", [-3, -2, -1, 0, 1, 2, 26, 27, 40])
-def test_serve_registers_both_nodes_around_the_socket_limit(short_base: str, offset: int) -> None:
+@pytest.mark.parametrize("length", sorted({LIMIT - 3, LIMIT - 1, LIMIT, LIMIT + 1, LIMIT + 2, 53, 54, LIMIT + 60}))
+def test_serve_registers_both_nodes_around_the_socket_limit(short_base: str, length: int) -> None:
     """Lengths around the last one whose node root fits inside the data dir, the 53 and 54 characters that once
-    failed silently (offsets 26 and 27), and one far past them."""
-    suffix = max(len(p) for p in driver_sockets(os.path.join("", "nodes", "node-1"), ROOM)) + 1
-    limit = UNIX_SOCKET_PATH_MAX - suffix  # longest data dir whose sockets fit inside it
-    length = limit + offset
+    failed silently, and one far past them."""
     tmp = _data_dir_of_length(short_base, length - len("/data"))
     os.makedirs(tmp)
     s = start_server(tmp, "--nodes", "2", command="serve")
@@ -94,6 +95,6 @@ def test_serve_registers_both_nodes_around_the_socket_limit(short_base: str, off
         wait_for(lambda: slice_nodes() == {"node-1", "node-2"}, 30, interval=0.2,
                  what=f"both nodes' slices with a {length}-character data dir")
         inside = os.path.isdir(os.path.join(s.data_dir, "nodes", "node-1", "plugins_registry"))
-        assert inside == (offset <= 0), "the node root leaves the data dir only when it must"
+        assert inside == (length <= LIMIT), "the node root leaves the data dir only when it must"
     finally:
         stop(s)

@@ -23,27 +23,14 @@ def is_review(kind: Kind) -> bool:
     return (kind.group, kind.kind) in REVIEW_KINDS
 
 
-def _decode(body: bytes, content_type: str) -> Obj | None:
-    """The review as sent, or None when it came in protobuf that cannot be decoded (yet): the answer does not
-    depend on it."""
-    if codec.media_type(content_type) == codec.PROTOBUF:
-        from dramock.apiserver import protobuf
-
-        try:
-            doc = protobuf.decode(body)
-        except Exception:  # noqa: BLE001 - protobuf decoding of these kinds may be missing
-            return None
-    else:
-        doc, _ = codec.parse_document(body, content_type or codec.JSON)
-    if not isinstance(doc, dict):
-        raise errors.bad_request("the body of the request was in an unknown format")
-    return doc
+def _decode(body: bytes, content_type: str, kind: Kind) -> Obj:
+    """The review as sent, decoded and type-checked as any create body is."""
+    return codec.decode_object(body, content_type, kind, "Ignore").obj
 
 
 def review(call: Call, body: bytes, content_type: str) -> Result:
-    decoded = _decode(body, content_type)
-    doc = decoded or {}
     kind = call.kind
+    doc = _decode(body, content_type, kind)
     out: Obj = {"kind": kind.kind, "apiVersion": kind.api_version,
                 "metadata": {"creationTimestamp": None, **{k: v for k, v in (doc.get("metadata") or {}).items()
                                                           if k in ("name", "generateName", "labels",
@@ -52,7 +39,7 @@ def review(call: Call, body: bytes, content_type: str) -> Result:
         out["status"] = {"userInfo": dict(USER)}
     elif kind.kind == "SelfSubjectAccessReview":
         spec = doc.get("spec") or {}
-        if decoded is not None and not spec.get("resourceAttributes") and not spec.get("nonResourceAttributes"):
+        if not spec.get("resourceAttributes") and not spec.get("nonResourceAttributes"):
             raise errors.invalid(kind.kind, kind.group, "", [{
                 "reason": "FieldValueRequired", "field": "spec.resourceAttributes",
                 "message": "Required value: exactly one of nonResourceAttributes or resourceAttributes must be "

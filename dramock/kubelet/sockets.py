@@ -39,8 +39,9 @@ def driver_sockets(root_dir: str, driver: str) -> list[str]:
 
 
 # A node root must leave room for the sockets of drivers other than the example one (a user's driver runs on the
-# simulated nodes too): it is sized for driver names up to this long (DRA allows 63).
-DRIVER_NAME_ROOM = 40
+# simulated nodes too): it is sized for driver names up to this long (DRA allows 63, but a root sized for that
+# would leave almost every data dir; `<data dir>/nodes/<node>` stays the root for data dirs up to ~40 characters).
+DRIVER_NAME_ROOM = 24
 
 
 def root_fits(root_dir: str) -> bool:
