@@ -44,6 +44,8 @@ def _server_url(bind: str, port: int) -> str:
 
 
 def _add_server_flags(p: argparse.ArgumentParser) -> None:
+    from dramock.storage.revlog import DEFAULT_HISTORY
+
     p.add_argument("--bind-address", default=DEFAULT_BIND,
                    help="address to listen on (default 127.0.0.1, where a bare kubectl looks)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help="port to listen on (default 8080)")
@@ -58,6 +60,9 @@ def _add_server_flags(p: argparse.ArgumentParser) -> None:
                         "resource.k8s.io/v1beta1=true (1.37 serves only resource.k8s.io/v1 by default)")
     p.add_argument("--etcd-compaction-interval", type=float, default=300.0, metavar="SECONDS",
                    help="how often old revisions are compacted (default 300s, as kube-apiserver)")
+    p.add_argument("--watch-history-limit", type=int, default=DEFAULT_HISTORY, metavar="EVENTS",
+                   help=f"events kept for watches and replayed at start-up; older resourceVersions are "
+                        f"410 Gone (default {DEFAULT_HISTORY})")
     p.add_argument("--watch-bookmark-interval", type=float, default=10.0, metavar="SECONDS",
                    help="how often watches that allow bookmarks get one")
     p.add_argument("-v", "--v", type=int, default=0, dest="verbosity",
@@ -161,7 +166,8 @@ def _run_server(args: argparse.Namespace) -> int:
         return 2
     config = ServerConfig(data_dir=args.data_dir, database_url=args.database_url, feature_gates=gates,
                           compaction_interval=args.etcd_compaction_interval,
-                          bookmark_interval=args.watch_bookmark_interval)
+                          bookmark_interval=args.watch_bookmark_interval,
+                          watch_history=args.watch_history_limit)
     server = APIServer(config)
     url = _server_url(args.bind_address, args.port)
     if args.command == "serve":

@@ -110,3 +110,57 @@ def test_watchers_are_called_in_revision_order(url):
     s.create("c", "x", {})
     s.update("b", "x", {})
     assert seen == [(ADDED, 1), (MODIFIED, 3)]
+
+
+def test_restart_after_more_writes_than_the_history_limit(url):
+    """The old start-up compacted inside its own read transaction and crashed once the log passed the limit."""
+    s = RevisionLog(url, stamp, history=5)
+    for i in range(40):
+        key = f"k{i % 7}"
+        s.create("b", key, {"i": i}) if s.get("b", key) is None else s.update("b", key, {"i": i})
+    s.delete("b", "k3")
+    s.close()
+    s2 = RevisionLog(url, stamp, history=5)
+    assert s2.revision == 41 and s2.compacted == 36
+    assert s2.get("b", "k3") is None and s2.get("b", "k4") == {"i": 39, "rv": 40}
+    assert [e.revision for e in s2.events_since(36)] == [37, 38, 39, 40, 41]
+    with pytest.raises(Compacted):
+        s2.events_since(35)
+    # A key deleted before the replayed history can be created again (its tombstone is remembered).
+    assert s2.create("b", "k3", {})["rv"] == 42
+    s2.close()
+
+
+def test_compaction_is_bounded_batches_and_survives_restart(url):
+    s = RevisionLog(url, stamp, history=10)
+    s.create("b", "x", {"n": 0})
+    for n in range(1, 100):
+        s.update("b", "x", {"n": n})
+    s.create("b", "gone", {})
+    s.delete("b", "gone")
+    assert s.compacted == 92  # memory already follows the history limit
+    steps = 0
+    while s.compact_step(batch=25):
+        steps += 1
+    assert steps == 3  # 92 revisions, 25 a step: 4 steps, the last reporting nothing more
+    with s.engine.connect() as c:
+        ids = [r[0] for r in c.exec_driver_sql("SELECT id FROM revlog ORDER BY id")]
+    assert ids == list(range(92, 103))  # the newest row of x at or below 92, then the history
+    s.reclaim()
+    s.close()
+    s2 = RevisionLog(url, stamp, history=10)
+    assert s2.get("b", "x") == {"n": 99, "rv": 100} and s2.get("b", "gone") is None and s2.revision == 102
+    assert s2.create("b", "gone", {})["rv"] == 103
+
+
+def test_database_errors_do_not_carry_sql(url):
+    from dramock.storage.revlog import StorageFailure
+
+    s = RevisionLog(url, stamp)
+    s.create("b", "x", {})
+    with s.engine.begin() as c:
+        c.exec_driver_sql("DROP TABLE revlog")
+    with pytest.raises(StorageFailure) as e:
+        s.create("b", "y", {})
+    assert "INSERT" not in str(e.value) and "revlog" not in str(e.value)
+    assert s.get("b", "y") is None and s.revision == 1  # memory never shows an uncommitted write

@@ -29,7 +29,7 @@ from dramock.jsonvalue import clone
 from dramock.schemas import printers, registry, versions
 from dramock.schemas.featuregates import FeatureGates
 from dramock.schemas.registry import Kind
-from dramock.storage.revlog import RevisionLog, sqlite_url
+from dramock.storage.revlog import DEFAULT_HISTORY, RevisionLog, StorageFailure, sqlite_url
 
 log = logging.getLogger("dramock.apiserver")
 
@@ -44,6 +44,8 @@ class ServerConfig:
     # Like kube-apiserver's --etcd-compaction-interval: history older than one interval is compacted.
     compaction_interval: float = 300.0
     bookmark_interval: float = 10.0
+    # Events kept for watches (and replayed at start-up); older resourceVersions answer 410 Gone.
+    watch_history: int = DEFAULT_HISTORY
 
     @property
     def url(self) -> str:
@@ -91,7 +93,7 @@ class Route:
 class APIServer:
     def __init__(self, config: ServerConfig):
         self.config = config
-        self.store = RevisionLog(config.url, stamp_resource_version)
+        self.store = RevisionLog(config.url, stamp_resource_version, history=config.watch_history)
         strategies.configure(FeatureGates(config.feature_gates), self._namespace_labels)
         self.admission = Admission(self.store)
         self.rest = Rest(self.store, self.admission)
@@ -117,7 +119,7 @@ class APIServer:
 
     async def _on_startup(self, _app: web.Application) -> None:
         self._seed_namespaces()
-        self._compactor = asyncio.create_task(self._compact_loop())
+        self._compactor = asyncio.create_task(self.store.run(self.config.compaction_interval))
         self.health.started = True
 
     async def _on_shutdown(self, _app: web.Application) -> None:
@@ -137,14 +139,6 @@ class APIServer:
                 call = Call(kind, None, None, "", _EMPTY_QUERY, user_agent="kube-apiserver")
                 self.rest.create_object(call, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
 
-    async def _compact_loop(self) -> None:
-        # Like the etcd compactor: every interval, compact to the revision seen one interval earlier.
-        last = self.store.revision
-        while True:
-            await asyncio.sleep(self.config.compaction_interval)
-            self.store.compact(last)
-            last = self.store.revision
-
     # ---------------------------------------------------------------- HTTP
 
     @web.middleware
@@ -159,6 +153,9 @@ class APIServer:
             resp = self._status_response(errors.request_entity_too_large(codec.MAX_BODY))
         except web.HTTPException:
             raise
+        except StorageFailure as e:  # the SQL detail is in the log (revlog), never in the answer
+            log.error("storage failed serving %s %s", request.method, request.path)
+            resp = self._status_response(errors.internal(str(e)))
         except Exception as e:  # never a traceback to the client
             log.exception("internal error serving %s %s", request.method, request.path)
             resp = self._status_response(errors.internal(type(e).__name__ + ": " + str(e)))

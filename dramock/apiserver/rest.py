@@ -222,17 +222,19 @@ class Rest:
         if causes:
             raise errors.invalid(kind.kind, kind.group, m.get("name") or "", causes)
         call.warnings.extend(strategy.warnings_on_create(obj))
-        self.admission.admit_create(call, obj)
         if manager_op == "Update":
             obj = fieldmanager.track_update(None, obj, manager=call.field_manager, api_version=kind.api_version,
                                             definition=kind.definition, subresource=call.subresource,
                                             now=now_rfc3339(), reset_fields=_reset_fields(call))
-        if call.dry_run:
-            return Result(convert.from_storage(obj, kind), 201)
-        try:
-            stored = self.store.create(kind.storage_bucket, storage_name(kind, call.namespace, m["name"]), obj)
-        except KeyExists:
-            raise errors.already_exists(kind.plural, kind.group, m["name"])
+        # Admission (the quota charge) and the write commit together, also across API server replicas.
+        with self.store.atomic():
+            self.admission.admit_create(call, obj)
+            if call.dry_run:
+                return Result(convert.from_storage(obj, kind), 201)
+            try:
+                stored = self.store.create(kind.storage_bucket, storage_name(kind, call.namespace, m["name"]), obj)
+            except KeyExists:
+                raise errors.already_exists(kind.plural, kind.group, m["name"])
         return Result(convert.from_storage(stored, kind), 201)
 
     def _check_namespace(self, call: Call, m: Obj) -> None:
@@ -306,24 +308,26 @@ class Rest:
         if _same_object(obj, old):
             # Nothing changed: no new revision, no managedFields timestamp bump (kubectl "unchanged").
             return Result(convert.from_storage(old, kind), encoded=self.store.encoded(kind.storage_bucket, key))
-        self.admission.admit_update(call, obj, old)
         if apply_manager is None:
             obj = fieldmanager.track_update(old, obj, manager=call.field_manager, api_version=kind.api_version,
                                             definition=kind.definition, subresource=call.subresource,
                                             now=now_rfc3339(), reset_fields=_reset_fields(call))
-        if call.dry_run:
-            return Result(convert.from_storage(obj, kind))
-        if om.get("deletionTimestamp") and not strategy.deletion_blocked(obj) \
-                and not self._graceful_pending(kind, obj):
-            # The last finalizer is gone from an object being deleted: it goes now.
-            stored = self.store.delete(kind.storage_bucket, key)
-            return Result(convert.from_storage(stored, kind))
-        try:
-            stored = self.store.update(kind.storage_bucket, key, obj, expected)
-        except RevisionConflict:
-            raise errors.conflict(kind.plural, kind.group, call.name or "", errors.STALE_OBJECT)
-        except KeyNotFound:
-            raise errors.not_found(kind.plural, kind.group, call.name or "")
+        # Admission (the quota charge) and the write commit together, also across API server replicas.
+        with self.store.atomic():
+            self.admission.admit_update(call, obj, old)
+            if call.dry_run:
+                return Result(convert.from_storage(obj, kind))
+            if om.get("deletionTimestamp") and not strategy.deletion_blocked(obj) \
+                    and not self._graceful_pending(kind, obj):
+                # The last finalizer is gone from an object being deleted: it goes now.
+                stored = self.store.delete(kind.storage_bucket, key)
+                return Result(convert.from_storage(stored, kind))
+            try:
+                stored = self.store.update(kind.storage_bucket, key, obj, expected)
+            except RevisionConflict:
+                raise errors.conflict(kind.plural, kind.group, call.name or "", errors.STALE_OBJECT)
+            except KeyNotFound:
+                raise errors.not_found(kind.plural, kind.group, call.name or "")
         return Result(convert.from_storage(stored, kind))
 
     def patch(self, call: Call, body: bytes, content_type: str) -> Result:
