@@ -137,7 +137,11 @@ class APIServer:
         for ns in SYSTEM_NAMESPACES:
             if self.store.get("namespaces", ns) is None:
                 call = Call(kind, None, None, "", _EMPTY_QUERY, user_agent="kube-apiserver")
-                self.rest.create_object(call, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+                try:
+                    self.rest.create_object(call, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+                except errors.APIError as e:  # another replica on the same database created it first
+                    if e.code != 409:
+                        raise
 
     # ---------------------------------------------------------------- HTTP
 
@@ -265,6 +269,8 @@ class APIServer:
             body = await request.read()
             if len(body) > codec.MAX_BODY:
                 raise errors.request_entity_too_large(codec.MAX_BODY)
+            # API server replicas on one database: see every committed write before checking preconditions.
+            self.store.catch_up()
         content_type = request.headers.get("Content-Type", "")
         verb = route.verb
         if verb == "get":

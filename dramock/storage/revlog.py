@@ -366,7 +366,7 @@ class RevisionLog:
                 yield
             finally:
                 self._tx = None
-        self._follow_quietly()
+        self.catch_up()
 
     def lock(self, name: str) -> None:
         """Hold a named lock until the atomic() transaction ends (shared mode; a no-op otherwise)."""
@@ -409,7 +409,7 @@ class RevisionLog:
             conn.execute(sa.text("SELECT pg_notify(:c, :r)"), {"c": NOTIFY_CHANNEL, "r": str(revision)})
             self._own[revision] = obj
         if self._tx is None:
-            self._follow_quietly()
+            self.catch_up()
         return obj
 
     @contextlib.contextmanager
@@ -426,8 +426,9 @@ class RevisionLog:
 
     # ---- following the log (shared mode) ----
 
-    def _follow_quietly(self) -> None:
-        """Catch up after our own commit; a failure here leaves it to the background follower."""
+    def catch_up(self) -> None:
+        """Follow the log now (shared mode), e.g. after our own commit or before a precondition check; a
+        failure here leaves it to the background follower."""
         try:
             self.follow()
         except StorageError:
