@@ -192,6 +192,7 @@ class RevisionLog:
         self._closing = threading.Event()
         self.revision = 0
         self.compacted = 0  # the oldest revision watches may start from
+        self.compacted_rows = 0  # how far rows have been deleted (by any replica)
         with self._db_errors():
             self._create_schema()
             self._load()
@@ -459,6 +460,12 @@ class RevisionLog:
         """A revision is missing below `next_present`. Wait `fill_delay` for its writer to commit, then claim
         the missing numbers with fill rows (a late writer then fails and its client retries)."""
         missing = self.revision + 1
+        with self.engine.begin() as conn:
+            compacted_rows = _get_meta(conn, _COMPACTED_ROWS)
+        if missing <= compacted_rows:
+            # Compacted away while we lagged behind: only superseded rows and tombstones go, so skip ahead.
+            self.revision = min(next_present - 1, compacted_rows)
+            return True
         now = time.monotonic()
         if self._gap_at != missing:
             self._gap_at, self._gap_since = missing, now
@@ -544,7 +551,7 @@ class RevisionLog:
             if self.shared and not conn.execute(sa.text("SELECT pg_try_advisory_xact_lock(:k)"),
                                                 {"k": _COMPACT_LOCK}).scalar():
                 return False  # another replica is compacting
-            done = _get_meta(conn, _COMPACTED_ROWS)
+            done = self.compacted_rows = _get_meta(conn, _COMPACTED_ROWS)
             if done >= target:
                 return False
             hi = min(target, done + batch)
@@ -555,6 +562,7 @@ class RevisionLog:
             conn.execute(_log.delete().where(_log.c.id > done).where(_log.c.id <= hi).where(
                 sa.or_(_log.c.deleted.is_(True), _log.c.bucket == "", superseded)))
             _set_meta(conn, _COMPACTED_ROWS, hi)
+        self.compacted_rows = hi
         if self._tombstones:
             self._tombstones = {k: r for k, r in self._tombstones.items() if r > hi}
         return hi < target
@@ -587,21 +595,20 @@ class RevisionLog:
 
     async def _maintain(self, compaction_interval: float, maintenance_interval: float) -> None:
         last, next_compaction = self.revision, time.monotonic() + compaction_interval
+        reclaimed = -1
         while True:
             await asyncio.sleep(maintenance_interval)
             try:
                 if time.monotonic() >= next_compaction:
                     self.compact(last)
                     last, next_compaction = self.revision, time.monotonic() + compaction_interval
-                deleted_any = False
-                for _ in range(10):  # at most 10 bounded steps a second; yield to requests between them
-                    more = self.compact_step()
-                    deleted_any = True
-                    if not more:
+                for _ in range(10):  # at most 10 bounded steps a tick; yield to requests between them
+                    if not self.compact_step():
                         break
                     await asyncio.sleep(0)
-                if deleted_any:
+                if self.compacted_rows != reclaimed:
                     self.reclaim()
+                    reclaimed = self.compacted_rows
             except StorageError:
                 log.warning("storage maintenance failed; retrying in %.0fs", maintenance_interval)
 
@@ -661,7 +668,7 @@ class RevisionLog:
     def _load(self) -> None:
         """The latest state plus at most `history` events: cost bounded by live keys and the history size."""
         with self.engine.begin() as conn:  # one read transaction: a consistent snapshot
-            compacted = _get_meta(conn, _COMPACTED)
+            compacted = max(_get_meta(conn, _COMPACTED), _get_meta(conn, _COMPACTED_ROWS))
             top = conn.execute(sa.select(sa.func.max(_log.c.id))).scalar() or 0
             base = max(compacted, top - self._history_limit)
             # The state at `base`: the newest row of every key at or below it (tombstones remembered).
@@ -730,6 +737,8 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     # so it survives the process being killed (only a power loss could lose the last commits).
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
+    # After a checkpoint the WAL file is cut back to this size instead of keeping its largest size.
+    cur.execute("PRAGMA journal_size_limit=16777216")
     cur.close()
 
 
