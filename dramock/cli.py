@@ -87,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     cm.add_argument("--kubeconfig", required=True, help="kubeconfig naming the server to talk to")
     cm.add_argument("-v", "--v", type=int, default=0, dest="verbosity",
                     help="log verbosity; 4 or more logs debug messages")
+    from dramock.client.leaderelection import add_leader_election_flags
+
+    add_leader_election_flags(cm, "kube-controller-manager")
     sch = sub.add_parser("scheduler", help="run the scheduler (DRA structured parameters) against a running server")
     from dramock.scheduler.__main__ import add_scheduler_flags
 
@@ -111,10 +114,16 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(kubeconfig_text(args.server or _server_url(args.bind_address, args.port)))
         return 0
     if args.command == "controller-manager":
+        from dramock.client.leaderelection import config_from_args
         from dramock.controllers.manager import run_controller_manager
 
+        try:
+            election = config_from_args(args)
+        except ValueError as e:
+            print(f"dramock controller-manager: {e}", file=sys.stderr)
+            return 2
         configure_logging(args.verbosity)
-        return run_controller_manager(args.kubeconfig, f"dramock-controller-manager/{__version__}")
+        return run_controller_manager(args.kubeconfig, f"dramock-controller-manager/{__version__}", election)
     if args.command == "scheduler":
         from dramock.scheduler.__main__ import run_from_args
 

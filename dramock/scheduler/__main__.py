@@ -8,6 +8,7 @@ import signal
 import sys
 
 from dramock import configure_logging
+from dramock.client.leaderelection import add_leader_election_flags, config_from_args, run_leading
 from dramock.client.rest import server_from_kubeconfig
 
 
@@ -17,6 +18,7 @@ def add_scheduler_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--server", default="", help="server URL (instead of --kubeconfig)")
     p.add_argument("--feature-gates", default="", help="comma-separated Name=true|false pairs")
     p.add_argument("-v", "--v", type=int, default=0, dest="verbosity", help="log verbosity; 4+ = debug")
+    add_leader_election_flags(p, "kube-scheduler")
 
 
 def run_from_args(args: argparse.Namespace) -> int:
@@ -32,18 +34,24 @@ def run_from_args(args: argparse.Namespace) -> int:
     except featuregates.FeatureGateError as e:
         print(f"dramock scheduler: invalid argument for --feature-gates: {e}", file=sys.stderr)
         return 2
+    try:
+        election = config_from_args(args)
+    except ValueError as e:
+        print(f"dramock scheduler: {e}", file=sys.stderr)
+        return 2
     configure_logging(args.verbosity)
     server = args.server.rstrip("/") if args.server else server_from_kubeconfig(args.kubeconfig)
 
-    async def main() -> None:
+    async def main() -> bool:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await run_scheduler(server, stop, gates=gates)
+        return await run_leading(server, election, "dramock-scheduler",
+                                 lambda working: run_scheduler(server, working, gates=gates), stop)
 
-    asyncio.run(main())
-    return 0
+    # Leadership lost: exit non-zero, as kube-scheduler does, and let the supervisor restart a candidate.
+    return 0 if asyncio.run(main()) else 1
 
 
 def main(argv: list[str] | None = None) -> int:
