@@ -148,6 +148,27 @@ def test_read_modify_write_from_50_clients_over_both_replicas_loses_no_update(re
                  what="150 increments on both replicas")
 
 
+def test_patches_without_precondition_over_both_replicas_lose_nothing(replicas):
+    """A patch computed from one replica's copy while the other replica changed the object is computed
+    again (upstream's GuaranteedUpdate), not written over the other's change."""
+    a, b = replicas
+    ns = _ns(a)
+    url = f"/api/v1/namespaces/{ns}/configmaps/merged"
+    assert a.request("POST", f"/api/v1/namespaces/{ns}/configmaps", _cm("merged"))[0] == 201
+    wait_for(lambda: b.request("GET", url)[0] == 200, timeout=1, what="the object on B")
+
+    def patch(i: int) -> None:
+        code, _, body = (a, b)[i % 2].request("PATCH", url, {"data": {f"k{i}": str(i)}},
+                                               content_type="application/merge-patch+json")
+        assert code == 200, body
+
+    with ThreadPoolExecutor(20) as pool:
+        list(pool.map(patch, range(60)))
+    for srv in (a, b):
+        wait_for(lambda srv=srv: len(srv.request("GET", url)[2].get("data") or {}) == 60, timeout=2,
+                 what="all 60 patched keys on both replicas")
+
+
 def test_quota_admits_exactly_its_hard_limit_across_replicas(replicas):
     a, b = replicas
     ns = _ns(a)

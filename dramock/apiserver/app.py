@@ -29,9 +29,12 @@ from dramock.jsonvalue import clone
 from dramock.schemas import printers, registry, versions
 from dramock.schemas.featuregates import FeatureGates
 from dramock.schemas.registry import Kind
-from dramock.storage.revlog import DEFAULT_HISTORY, RevisionLog, StorageFailure, sqlite_url
+from dramock.storage.revlog import DEFAULT_HISTORY, RevisionLog, StaleRead, StorageFailure, sqlite_url
 
 log = logging.getLogger("dramock.apiserver")
+
+# Attempts at a write whose object another API server replica keeps changing under it (shared database).
+_STALE_RETRIES = 10
 
 Obj = dict[str, Any]
 
@@ -272,24 +275,35 @@ class APIServer:
             # API server replicas on one database: see every committed write before checking preconditions.
             self.store.catch_up()
         content_type = request.headers.get("Content-Type", "")
-        verb = route.verb
-        if verb == "get":
-            result = self.rest.get(call)
-        elif verb == "list":
-            result = self.rest.list(call)
-        elif verb == "create":
-            result = self._create(call, body, content_type)
-        elif verb == "update":
-            result = self.rest.update(call, body, content_type)
-        elif verb == "patch":
-            result = self.rest.patch(call, body, content_type)
-        elif verb == "delete":
-            result = self.rest.delete(call, body, content_type)
-        elif verb == "deletecollection":
-            result = self.rest.delete_collection(call, body, content_type)
+        warnings = len(call.warnings)
+        for _ in range(_STALE_RETRIES):
+            try:
+                result = self._verb(call, route.verb, body, content_type)
+                break
+            except StaleRead:
+                # Another replica wrote the object after this one last followed the log: catch up, do it again.
+                del call.warnings[warnings:]
+                self.store.catch_up()
         else:
-            raise errors.method_not_allowed(verb, kind.plural, kind.group)
+            raise errors.conflict(kind.plural, kind.group, call.name or "", errors.STALE_OBJECT)
         return self._respond(call, accept, result)
+
+    def _verb(self, call: Call, verb: str, body: bytes, content_type: str) -> Result:
+        if verb == "get":
+            return self.rest.get(call)
+        if verb == "list":
+            return self.rest.list(call)
+        if verb == "create":
+            return self._create(call, body, content_type)
+        if verb == "update":
+            return self.rest.update(call, body, content_type)
+        if verb == "patch":
+            return self.rest.patch(call, body, content_type)
+        if verb == "delete":
+            return self.rest.delete(call, body, content_type)
+        if verb == "deletecollection":
+            return self.rest.delete_collection(call, body, content_type)
+        raise errors.method_not_allowed(verb, call.kind.plural, call.kind.group)
 
     def _create(self, call: Call, body: bytes, content_type: str) -> Result:
         if call.subresource == "binding":

@@ -25,7 +25,15 @@ from dramock.apiserver import codec, fieldmanager, params, patch, selectors
 from dramock.jsonvalue import clone
 from dramock.schemas import convert
 from dramock.schemas.registry import Kind
-from dramock.storage.revlog import Compacted, FutureRevision, KeyExists, KeyNotFound, RevisionConflict, RevisionLog
+from dramock.storage.revlog import (
+    Compacted,
+    FutureRevision,
+    KeyExists,
+    KeyNotFound,
+    RevisionConflict,
+    RevisionLog,
+    StaleRead,
+)
 
 Obj = dict[str, Any]
 
@@ -324,6 +332,8 @@ class Rest:
                 return Result(convert.from_storage(stored, kind))
             try:
                 stored = self.store.update(kind.storage_bucket, key, obj, expected)
+            except StaleRead:
+                raise  # not the client's precondition: the request is computed again (APIServer._dispatch)
             except RevisionConflict:
                 raise errors.conflict(kind.plural, kind.group, call.name or "", errors.STALE_OBJECT)
             except KeyNotFound:

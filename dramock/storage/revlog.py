@@ -74,6 +74,12 @@ class RevisionConflict(StorageError):
         self.current = current
 
 
+class StaleRead(RevisionConflict):
+    """Shared mode: a write without a precondition was computed from this replica's copy of the key, and
+    another replica has written the key since. The caller catches up (`catch_up`) and computes it again, as
+    upstream's GuaranteedUpdate retries on a stale cache."""
+
+
 class Compacted(StorageError):
     """The requested revision is older than the oldest revision still kept."""
 
@@ -390,6 +396,8 @@ class RevisionLog:
                     raise KeyNotFound(name)
                 if expected is not None and row.id != expected:
                     raise RevisionConflict(row.id)
+                if expected is None and row.id != self._revisions.get((bucket, name)):
+                    raise StaleRead(row.id)
             # The checks passed before a revision was taken: a refused write leaves no gap in the log.
             revision = conn.execute(sa.select(_revision_seq.next_value())).scalar_one()
             if obj is None:
