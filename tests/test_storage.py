@@ -164,3 +164,29 @@ def test_database_errors_do_not_carry_sql(url):
         s.create("b", "y", {})
     assert "INSERT" not in str(e.value) and "revlog" not in str(e.value)
     assert s.get("b", "y") is None and s.revision == 1  # memory never shows an uncommitted write
+
+
+def test_compaction_gives_disk_space_back(tmp_path):
+    import os
+    import sqlite3
+
+    path = tmp_path / "space.db"
+    s = RevisionLog(f"sqlite:///{path}", stamp, history=100)
+    for i in range(50):
+        s.create("b", f"k{i}", {"blob": "x" * 2000})
+    for i in range(3000):
+        s.update("b", f"k{i % 50}", {"blob": "y" * 2000, "i": i})
+    s.reclaim()
+    grown = os.path.getsize(path)
+    while s.compact_step():
+        pass
+    s.reclaim()
+    db = sqlite3.connect(path)
+    try:
+        assert db.execute("PRAGMA freelist_count").fetchone() == (0,)
+        assert db.execute("SELECT count(*) FROM revlog").fetchone() == (150,)  # 50 live rows + the history
+    finally:
+        db.close()
+    assert os.path.getsize(path) < grown / 5
+    assert os.path.getsize(f"{path}-wal") == 0  # checkpointed and truncated
+    s.close()
