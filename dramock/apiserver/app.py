@@ -34,7 +34,7 @@ from dramock.storage.revlog import DEFAULT_HISTORY, RevisionLog, StaleRead, Stor
 log = logging.getLogger("dramock.apiserver")
 
 # Attempts at a write whose object another API server replica keeps changing under it (shared database).
-_STALE_RETRIES = 10
+_STALE_RETRIES = 16
 
 Obj = dict[str, Any]
 
@@ -276,13 +276,16 @@ class APIServer:
             self.store.catch_up()
         content_type = request.headers.get("Content-Type", "")
         warnings = len(call.warnings)
-        for _ in range(_STALE_RETRIES):
+        for attempt in range(_STALE_RETRIES):
             try:
                 result = self._verb(call, route.verb, body, content_type)
                 break
             except StaleRead:
                 # Another replica wrote the object after this one last followed the log: catch up, do it again.
+                # A write of a third one still in flight can hold the log back: give it a moment to commit.
                 del call.warnings[warnings:]
+                if attempt:
+                    await asyncio.sleep(min(0.005 * 2 ** attempt, 0.2))
                 self.store.catch_up()
         else:
             raise errors.conflict(kind.plural, kind.group, call.name or "", errors.STALE_OBJECT)

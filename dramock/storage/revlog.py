@@ -173,7 +173,7 @@ class RevisionLog:
     """
 
     def __init__(self, url: str, stamp: Callable[[Obj, int], None], history: int = DEFAULT_HISTORY,
-                 fill_delay: float = 0.5, poll_interval: float = 0.5):
+                 fill_delay: float = 1.0, poll_interval: float = 0.5):
         self._stamp = stamp
         self._history_limit = max(1, history)
         self._fill_delay = fill_delay
@@ -405,13 +405,12 @@ class RevisionLog:
             self._stamp(obj, revision)
             value = json.dumps(obj, separators=(",", ":"))
             try:
-                with conn.begin_nested():
-                    conn.execute(_INSERT, {"id": revision, "bucket": bucket, "name": name,
-                                           "created": kind == ADDED, "deleted": kind == DELETED,
-                                           "prev_revision": row.id if row is not None else 0, "value": value})
+                conn.execute(_INSERT, {"id": revision, "bucket": bucket, "name": name, "created": kind == ADDED,
+                                       "deleted": kind == DELETED,
+                                       "prev_revision": row.id if row is not None else 0, "value": value})
             except sa.exc.IntegrityError:
-                # Another writer got there first (or a follower filled our revision): the caller's view is
-                # stale, exactly as a failed precondition.
+                # Another writer got there first (or a follower filled our revision after we stalled for longer
+                # than fill_delay): as a failed precondition; the whole transaction rolls back.
                 if kind == ADDED:
                     raise KeyExists(name)
                 raise RevisionConflict(row.id if row is not None else 0)
@@ -494,6 +493,7 @@ class RevisionLog:
     def _apply_row(self, row: Any) -> None:
         if row.bucket == "":  # a fill row: the revision is used up, no key changed
             self.revision = row.id
+            self._own.pop(row.id, None)  # ours if our transaction took it and then rolled back
             return
         obj = self._own.pop(row.id, None)
         if obj is None:
