@@ -190,3 +190,44 @@ def test_compaction_gives_disk_space_back(tmp_path):
     assert os.path.getsize(path) < grown / 5
     assert os.path.getsize(f"{path}-wal") == 0  # checkpointed and truncated
     s.close()
+
+
+def test_a_database_from_before_prev_revision_is_migrated(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path)
+    db.executescript("""
+        CREATE TABLE revlog (id INTEGER NOT NULL PRIMARY KEY, bucket VARCHAR NOT NULL, name VARCHAR NOT NULL,
+                             created BOOLEAN NOT NULL, deleted BOOLEAN NOT NULL, value TEXT NOT NULL);
+        CREATE INDEX revlog_key ON revlog (bucket, name, id);
+        CREATE TABLE meta ("key" VARCHAR NOT NULL PRIMARY KEY, value INTEGER NOT NULL);
+        INSERT INTO revlog VALUES (1, 'b', 'x', 1, 0, '{"rv":1}'), (2, 'b', 'x', 0, 0, '{"rv":2}'),
+                                  (3, 'b', 'y', 1, 0, '{"rv":3}'), (4, 'b', 'y', 0, 1, '{"rv":4}');
+    """)
+    db.commit()
+    db.close()
+    s = RevisionLog(f"sqlite:///{path}", stamp)
+    assert s.get("b", "x") == {"rv": 2} and s.get("b", "y") is None and s.revision == 4
+    assert s.create("b", "y", {})["rv"] == 5 and s.update("b", "x", {}, expected=2)["rv"] == 6
+    s.compact(6)
+    while s.compact_step():
+        pass
+    with s.engine.connect() as c:
+        assert [tuple(r) for r in c.exec_driver_sql("SELECT id, prev_revision FROM revlog ORDER BY id")] == \
+            [(5, 4), (6, 2)]
+    s.close()
+
+
+def test_compaction_keeping_pace_with_writes_keeps_the_log_bounded(url):
+    """A range compacted while its rows were still current must not keep them once they are superseded."""
+    s = RevisionLog(url, stamp, history=10)
+    for i in range(5):
+        s.create("b", f"k{i}", {})
+    for i in range(2000):
+        s.update("b", f"k{i % 5}", {"i": i})
+        s.compact_step(batch=3)  # the background compactor right behind the history
+    with s.engine.connect() as c:
+        rows = c.exec_driver_sql("SELECT count(*) FROM revlog").scalar()
+    assert rows <= 5 + 10 + 3, rows
+    s.close()

@@ -563,12 +563,13 @@ class RevisionLog:
             if done >= target:
                 return False
             hi = min(target, done + batch)
-            later = _log.alias("later")
-            superseded = (sa.select(later.c.id).where(later.c.bucket == _log.c.bucket)
-                          .where(later.c.name == _log.c.name).where(later.c.id > _log.c.id)
-                          .where(later.c.id <= target).exists())
-            conn.execute(_log.delete().where(_log.c.id > done).where(_log.c.id <= hi).where(
-                sa.or_(_log.c.deleted.is_(True), _log.c.bucket == "", superseded)))
+            # As kine: every row in the range supersedes the row it names as previous, which goes; tombstones
+            # and fill rows in the range go themselves. Each row is thus deleted once, when its successor's
+            # range is compacted, and a step costs what its range holds.
+            in_range = sa.and_(_log.c.id > done, _log.c.id <= hi)
+            predecessors = sa.select(_log.c.prev_revision).where(in_range).where(_log.c.prev_revision > 0)
+            conn.execute(_log.delete().where(_log.c.id.in_(predecessors.scalar_subquery())))
+            conn.execute(_log.delete().where(in_range).where(sa.or_(_log.c.deleted.is_(True), _log.c.bucket == "")))
             _set_meta(conn, _COMPACTED_ROWS, hi)
         self.compacted_rows = hi
         if self._tombstones:
@@ -665,6 +666,10 @@ class RevisionLog:
             columns = {c["name"] for c in sa.inspect(conn).get_columns("revlog")}
             if "prev_revision" not in columns:  # a database from before conditional writes were indexed
                 conn.execute(sa.text("ALTER TABLE revlog ADD COLUMN prev_revision BIGINT"))
+                # Once: every row names the key's row before it (what compaction deletes by), 0 for the first.
+                conn.execute(sa.text(
+                    "UPDATE revlog SET prev_revision = COALESCE((SELECT max(p.id) FROM revlog p WHERE "
+                    "p.bucket = revlog.bucket AND p.name = revlog.name AND p.id < revlog.id), 0)"))
                 for index in _log.indexes:
                     index.create(conn, checkfirst=True)
             if self.shared:
