@@ -282,7 +282,7 @@ class APIServer:
                 break
             except StaleRead:
                 # Another replica wrote the object after this one last followed the log: catch up, do it again.
-                # A write of a third one still in flight can hold the log back: give it a moment to commit.
+                # A write still in flight on some replica can hold the log back: give it a moment to commit.
                 del call.warnings[warnings:]
                 if attempt:
                     await asyncio.sleep(min(0.005 * 2 ** attempt, 0.2))
