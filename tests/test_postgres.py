@@ -80,6 +80,7 @@ def _watch(srv: Server, path: str, rv: str, stop_after: int, timeout: float = 30
 
 
 def test_watch_on_b_sees_every_write_from_both_replicas_in_order_exactly_once(replicas):
+    """...and a watch resumed from its last resourceVersion, on either replica, continues without a gap."""
     a, b = replicas
     ns = _ns(a)
     path = f"/api/v1/namespaces/{ns}/configmaps"
@@ -109,9 +110,9 @@ def test_watch_on_b_sees_every_write_from_both_replicas_in_order_exactly_once(re
     for t in writers:
         t.join(60)
     assert len(first_half) == 50
-    # Reconnect from the last revision seen: the rest, with nothing missing and nothing repeated.
+    # Reconnect from the last revision seen, to the other replica: the rest, nothing missing, nothing repeated.
     last = first_half[-1]["object"]["metadata"]["resourceVersion"]
-    second_half = _watch(b, path, last, len(acked) - 50)
+    second_half = _watch(a, path, last, len(acked) - 50)
     events = first_half + second_half
     revisions = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
     assert revisions == sorted(acked), "every acknowledged write, in revision order, exactly once"

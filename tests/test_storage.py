@@ -231,3 +231,18 @@ def test_compaction_keeping_pace_with_writes_keeps_the_log_bounded(url):
         rows = c.exec_driver_sql("SELECT count(*) FROM revlog").scalar()
     assert rows <= 5 + 10 + 3, rows
     s.close()
+
+
+def test_values_loaded_at_start_up_read_as_objects_everywhere(url):
+    s = RevisionLog(url, stamp, history=3)
+    for i in range(6):
+        s.create("b", f"ns/o{i}", {"i": i})
+    s.close()
+    s2 = RevisionLog(url, stamp, history=3)
+    assert dict(s2.list("b", "ns/")) == {f"ns/o{i}": {"i": i, "rv": i + 1} for i in range(6)}
+    s2.update("b", "ns/o1", {"i": 11})
+    at = dict(s2.list("b", "ns/", at=6))  # o1 from history, the rest as loaded
+    assert at["ns/o1"] == {"i": 1, "rv": 2} and at["ns/o4"] == {"i": 4, "rv": 5}
+    ev = s2.delete("b", "ns/o2")
+    assert ev == {"i": 2, "rv": 8} and s2.events_since(7)[0].prev == {"i": 2, "rv": 3}
+    s2.close()

@@ -141,15 +141,25 @@ Watcher = Callable[[Event], None]
 
 
 class Bucket:
-    """Latest values of one bucket's keys, with a lazily sorted name list for paging."""
+    """Latest values of one bucket's keys, with a lazily sorted name list for paging.
+
+    A value loaded at start-up stays its stored JSON text until first read (`value`): start-up then costs
+    what reading the rows costs, and objects nobody reads stay small.
+    """
 
     __slots__ = ("objects", "_sorted")
 
     def __init__(self) -> None:
-        self.objects: dict[str, Obj] = {}
+        self.objects: dict[str, Obj | str] = {}
         self._sorted: list[str] | None = None
 
-    def put(self, name: str, obj: Obj) -> None:
+    def value(self, name: str) -> Obj | None:
+        obj = self.objects.get(name)
+        if isinstance(obj, str):
+            obj = self.objects[name] = json.loads(obj)
+        return obj
+
+    def put(self, name: str, obj: Obj | str) -> None:
         if name not in self.objects:
             self._sorted = None
         self.objects[name] = obj
@@ -213,7 +223,7 @@ class RevisionLog:
 
     def get(self, bucket: str, name: str) -> Obj | None:
         b = self._buckets.get(bucket)
-        return b.objects.get(name) if b else None
+        return b.value(name) if b else None
 
     def count(self, bucket: str) -> int:
         b = self._buckets.get(bucket)
@@ -228,14 +238,17 @@ class RevisionLog:
 
         With `at`, the bucket as it was at that revision (Compacted if history no longer reaches it).
         """
+        b = self.bucket(bucket)
         if at is not None and at < self.revision:
             snapshot = self._snapshot(bucket, at)
             names = sorted(snapshot)
-            objects = snapshot
+
+            def value(name: str) -> Obj | None:
+                obj = snapshot[name]
+                return b.value(name) if isinstance(obj, str) else obj
         else:
-            b = self.bucket(bucket)
             names = b.sorted_names()
-            objects = b.objects
+            value = b.value
         lo = bisect.bisect_left(names, max(prefix, start_after))
         for i in range(lo, len(names)):
             name = names[i]
@@ -243,9 +256,11 @@ class RevisionLog:
                 break
             if name == start_after:
                 continue
-            yield name, objects[name]
+            obj = value(name)
+            assert obj is not None
+            yield name, obj
 
-    def _snapshot(self, bucket: str, at: int) -> dict[str, Obj]:
+    def _snapshot(self, bucket: str, at: int) -> dict[str, Obj | str]:
         """The bucket at revision `at`, by undoing later events from the history."""
         self.check_revision(at)
         snapshot = dict(self.bucket(bucket).objects)
@@ -328,7 +343,7 @@ class RevisionLog:
         return self._append(DELETED, bucket, name, tombstone, prev, self._revisions[(bucket, name)])
 
     def _current(self, bucket: str, name: str, expected: int | None) -> Obj:
-        prev = self.bucket(bucket).objects.get(name)
+        prev = self.bucket(bucket).value(name)
         if prev is None:
             raise KeyNotFound(name)
         if expected is not None:
@@ -694,7 +709,7 @@ class RevisionLog:
                     if not self.shared:
                         self._tombstones[(bucket, name)] = rid
                     continue
-                self.bucket(bucket).put(name, json.loads(value))
+                self.bucket(bucket).put(name, value)  # decoded when first read
                 self._revisions[(bucket, name)] = rid
                 self._values[(bucket, name)] = value
             self.revision = self.compacted = base
