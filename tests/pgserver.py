@@ -6,13 +6,16 @@ root, so under root the server runs as the package's `postgres` user.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
+from typing import IO
 
 import pytest
 
@@ -24,15 +27,27 @@ class Postgres:
     url: str  # SQLAlchemy URL for --database-url
     proc: subprocess.Popen
     data: str
+    log: IO[str]
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(2)  # SIGINT: fast shutdown
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        # The server itself, not `runuser` around it (which does not pass signals on): its pid is the first
+        # line of postmaster.pid. SIGINT is PostgreSQL's fast shutdown.
+        pid = None
+        with contextlib.suppress(OSError, ValueError):
+            with open(os.path.join(self.data, "db", "postmaster.pid")) as f:
+                pid = int(f.readline())
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGINT)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            if pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self.log.close()
         shutil.rmtree(self.data, ignore_errors=True)
 
 
@@ -59,11 +74,11 @@ def start_postgres() -> Postgres:
     while time.monotonic() < deadline:
         ready = subprocess.run([f"{bindir}/pg_isready", "-h", "127.0.0.1", "-p", str(port)], capture_output=True)
         if ready.returncode == 0:
-            return Postgres(f"postgresql+psycopg://dramock@127.0.0.1:{port}/postgres", proc, data)
+            return Postgres(f"postgresql+psycopg://dramock@127.0.0.1:{port}/postgres", proc, data, log)
         if proc.poll() is not None:
             break
         time.sleep(0.1)
-    pg = Postgres("", proc, data)
+    pg = Postgres("", proc, data, log)
     with open(os.path.join(data, "postgres.log")) as f:
         text = f.read()
     pg.stop()
