@@ -274,6 +274,8 @@ class APIServer:
                 raise errors.request_entity_too_large(codec.MAX_BODY)
             # API server replicas on one database: see every committed write before checking preconditions.
             self.store.catch_up()
+        elif route.verb in ("get", "list") and not call.param("resourceVersion"):
+            self.store.catch_up()  # a consistent read (resourceVersion unset) includes every committed write
         content_type = request.headers.get("Content-Type", "")
         warnings = len(call.warnings)
         for attempt in range(_STALE_RETRIES):
