@@ -21,11 +21,11 @@ RUN groupadd --system --gid 10001 dramock \
  && mkdir -p /data /etc/dramock /var/lib/kubelet/plugins_registry /var/lib/kubelet/plugins /var/lib/kubelet/cdi \
  && chown -R dramock:dramock /data /etc/dramock /var/lib/kubelet
 
-# Only what `pip install .` needs (pyproject names README.md as the readme); the build tree is dropped after.
+# Only what `pip install .` needs (with psycopg, for --database-url postgresql+psycopg://…) (pyproject names README.md as the readme); the build tree is dropped after.
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY dramock ./dramock
-RUN pip install --no-cache-dir . && rm -rf /src
+RUN pip install --no-cache-dir '.[postgres]' && rm -rf /src
 WORKDIR /home/dramock
 
 ENV DRAMOCK_DATA_DIR=/data

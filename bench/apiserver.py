@@ -1,6 +1,7 @@
 """API server throughput and latency for ResourceClaims, beside a bare aiohttp baseline in the same run.
 
     python bench/apiserver.py [--requests 2000] [--concurrency 16] [--watchers 50]
+    python bench/apiserver.py --replicas 2 --database-url postgresql+psycopg://user@host:5432/db
 
 Both servers run as separate processes on loopback. The baseline is an aiohttp handler that answers the
 same JSON bodies without any API machinery (no decoding, validation, storage or selectors), so the ratio
@@ -8,6 +9,9 @@ is the cost of being a real API server. Watch fan-out: W watchers stream a colle
 until every watcher has received its event. dramock is measured twice: speaking JSON, and speaking
 Kubernetes protobuf both ways (protobuf bodies, `Accept: application/vnd.kubernetes.protobuf`, watch
 streams of length-prefixed frames), as client-go components do.
+
+With --database-url, it measures scale-out instead: write and read throughput of one API server on that database
+and of --replicas API servers on it, the requests spread round-robin over them, side by side.
 """
 
 from __future__ import annotations
@@ -98,8 +102,12 @@ def summarize(latencies: list[float], elapsed: float) -> dict:
     return {"ops": n / elapsed, "p50": latencies[n // 2] * 1000, "p99": latencies[min(n - 1, int(n * 0.99))] * 1000}
 
 
-async def run_requests(url: str, make, n: int, concurrency: int, headers: dict[str, str]) -> dict:
-    """Issue `n` requests built by make(i) -> (method, path, body) with `concurrency` in flight."""
+async def run_requests(url: str | list[str], make, n: int, concurrency: int,
+                       headers: dict[str, str] | None = None) -> dict:
+    """Issue `n` requests built by make(i) -> (method, path, body) with `concurrency` in flight (spread
+    round-robin when given several server URLs)."""
+    urls = [url] if isinstance(url, str) else url
+    headers = headers or JSON_HEADERS
     latencies: list[float] = []
     counter = iter(range(n))
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as s:
@@ -107,7 +115,7 @@ async def run_requests(url: str, make, n: int, concurrency: int, headers: dict[s
             for i in counter:
                 method, path, body = make(i)
                 t = time.perf_counter()
-                async with s.request(method, url + path, data=body, headers=headers) as r:
+                async with s.request(method, urls[i % len(urls)] + path, data=body, headers=headers) as r:
                     await r.read()
                     if r.status >= 300:
                         raise RuntimeError(f"{method} {path}: {r.status} {await r.text()}")
@@ -192,13 +200,62 @@ async def bench(url: str, args: argparse.Namespace, tag: str, pb: bool = False) 
     return out
 
 
+async def scale_out(args: argparse.Namespace) -> None:
+    """Writes and reads with one API server on the database, then with --replicas of them."""
+    n, c = args.requests, args.concurrency
+    results: dict[int, dict[str, dict]] = {}
+    for count in sorted({1, args.replicas}):
+        procs = []
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                urls = []
+                for i in range(count):
+                    port = free_port()
+                    procs.append(subprocess.Popen(
+                        [sys.executable, "-m", "dramock", "apiserver", "--port", str(port), "--data-dir",
+                         os.path.join(tmp, f"data-{i}"), "--database-url", args.database_url],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                    urls.append(f"http://127.0.0.1:{port}")
+                for url in urls:
+                    await wait_ready(url)
+                tag = f"x{count}-{time.time_ns()}"
+                out = results[count] = {}
+                out["create (write)"] = await run_requests(
+                    urls, lambda i, tag=tag: ("POST", NS_PATH, json.dumps(claim(f"{tag}-{i}"))), n, c)
+                out["get (read)"] = await run_requests(
+                    urls, lambda i, tag=tag: ("GET", f"{NS_PATH}/{tag}-{i % n}", None), n, c)
+                out["list limit=100 (read)"] = await run_requests(
+                    urls, lambda i: ("GET", NS_PATH + "?limit=100", None), max(n // 10, 10), c)
+            finally:
+                for proc in procs:
+                    proc.terminate()
+                    proc.wait()
+    one, many = results[1], results[args.replicas]
+    print(f"ResourceClaims on {args.database_url.split('@')[-1]}: {n} requests per op, concurrency {c}, "
+          f"spread round-robin over the replicas")
+    header = f"{'operation':<24}{'1 replica ops/s':>16}{'p50 ms':>9}   {args.replicas} replicas ops/s" \
+             f"{'p50 ms':>9}   {'speed-up':>8}"
+    print(header)
+    print("-" * len(header))
+    for op in one:
+        a, b = one[op], many[op]
+        print(f"{op:<24}{a['ops']:>16.0f}{a['p50']:>9.2f}   {b['ops']:>17.0f}{b['p50']:>9.2f}   "
+              f"{b['ops'] / a['ops']:>8.2f}")
+
+
 async def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--requests", type=int, default=2000)
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--watchers", type=int, default=50)
     p.add_argument("--writes", type=int, default=200)
+    p.add_argument("--replicas", type=int, default=2, help="API servers on --database-url (scale-out mode)")
+    p.add_argument("--database-url", default="",
+                   help="SQLAlchemy URL of a shared database (e.g. PostgreSQL): measure 1 vs --replicas servers")
     args = p.parse_args()
+    if args.database_url:
+        await scale_out(args)
+        return
     procs = []
     with tempfile.TemporaryDirectory() as tmp:
         try:

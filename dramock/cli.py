@@ -49,6 +49,8 @@ def _server_url(bind: str, port: int) -> str:
 
 
 def _add_server_flags(p: argparse.ArgumentParser) -> None:
+    from dramock.storage.revlog import DEFAULT_HISTORY
+
     p.add_argument("--bind-address", default=DEFAULT_BIND,
                    help="address to listen on (default 127.0.0.1, where a bare kubectl looks)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help="port to listen on (default 8080)")
@@ -63,6 +65,9 @@ def _add_server_flags(p: argparse.ArgumentParser) -> None:
                         "resource.k8s.io/v1beta1=true (1.37 serves only resource.k8s.io/v1 by default)")
     p.add_argument("--etcd-compaction-interval", type=float, default=300.0, metavar="SECONDS",
                    help="how often old revisions are compacted (default 300s, as kube-apiserver)")
+    p.add_argument("--watch-history-limit", type=int, default=DEFAULT_HISTORY, metavar="EVENTS",
+                   help=f"events kept for watches and replayed at start-up; older resourceVersions are "
+                        f"410 Gone (default {DEFAULT_HISTORY})")
     p.add_argument("--watch-bookmark-interval", type=float, default=10.0, metavar="SECONDS",
                    help="how often watches that allow bookmarks get one")
     p.add_argument("--max-requests-inflight", type=int, default=400,
@@ -113,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     cm.add_argument("--node-monitor-grace-period", type=float, default=50.0, metavar="SECONDS",
                     help="how long a node's kubelet may go without renewing its Lease before the node is "
                          "marked Unknown and tainted unreachable (as kube-controller-manager, default 50s)")
+    from dramock.client.leaderelection import add_leader_election_flags
+
+    add_leader_election_flags(cm, "kube-controller-manager")
     sch = sub.add_parser("scheduler", help="run the scheduler (DRA structured parameters) against a running server")
     from dramock.scheduler.__main__ import add_scheduler_flags
 
@@ -162,10 +170,16 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(kubeconfig_text(args.server or _server_url(args.bind_address, args.port)))
         return 0
     if args.command == "controller-manager":
+        from dramock.client.leaderelection import config_from_args
         from dramock.controllers.manager import run_controller_manager
 
+        try:
+            election = config_from_args(args)
+        except ValueError as e:
+            print(f"dramock controller-manager: {e}", file=sys.stderr)
+            return 2
         configure_logging(args.verbosity)
-        return run_controller_manager(args.kubeconfig, f"dramock-controller-manager/{__version__}",
+        return run_controller_manager(args.kubeconfig, f"dramock-controller-manager/{__version__}", election,
                                       args.pod_gc_interval, args.pod_gc_quarantine,
                                       args.node_monitor_grace_period)
     if args.command == "scheduler":
@@ -344,7 +358,8 @@ def _run_server(args: argparse.Namespace) -> int:
                           max_requests_inflight=args.max_requests_inflight,
                           max_mutating_requests_inflight=args.max_mutating_requests_inflight,
                           fault_rules=args.inject, fault_seed=args.inject_seed,
-                          service_cluster_ip_range=args.service_cluster_ip_range)
+                          service_cluster_ip_range=args.service_cluster_ip_range,
+                          watch_history=args.watch_history_limit)
     server = APIServer(config)
     url = _server_url(args.bind_address, args.port)
     if args.command == "serve":

@@ -145,7 +145,9 @@ class Stack:
     def __init__(self, compose: Path, root: str):
         self.compose = compose
         self.spec = yaml.safe_load(compose.read_text())
-        self.services: dict[str, dict] = {k: v for k, v in self.spec["services"].items() if not k.startswith("x-")}
+        # As `docker compose up` without --profile: services of a profile (the "ha" stack) stay out.
+        self.services: dict[str, dict] = {k: v for k, v in self.spec["services"].items()
+                                          if not k.startswith("x-") and not v.get("profiles")}
         self.root = root
         self.entrypoint = _image_entrypoint()
         self.procs: dict[str, subprocess.Popen] = {}

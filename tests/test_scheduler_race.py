@@ -34,7 +34,8 @@ DEVICE = (DRIVER, "node-1", "gpu-0")
 
 
 def start_scheduler(url: str, log_path: str) -> subprocess.Popen:
-    return spawn([sys.executable, "-m", "dramock.scheduler", "--server", url], log_path)
+    # Two schedulers working at once is the point here: no leader election.
+    return spawn([sys.executable, "-m", "dramock.scheduler", "--server", url, "--leader-elect=false"], log_path)
 
 
 class ClaimWatch:

@@ -2,10 +2,11 @@
 (check, then charge `status.used`). Usage comes from the evaluators in `dramock/schemas/quota.py`, which
 the quota controller shares; the plugin feeds their `Lookup` from the store.
 
-Charging is atomic: the plugin runs in the same event-loop tick as the object's storage write (writes are
-serialized), checks every matching quota's `status.used + usage <= status.hard`, and writes the new
-`status.used` through the store before returning. Releases (deletes, pods reaching a terminal phase) are
-the controller's job, as upstream's replenishment.
+Charging is atomic: the plugin runs inside the object's storage transaction (`store.atomic()`), checks
+every matching quota's `status.used + usage <= status.hard` against the quotas as the database has them
+(under a per-namespace lock when API server replicas share the database), and writes the new
+`status.used` with the quota's revision as precondition before returning. Releases (deletes, pods
+reaching a terminal phase) are the controller's job, as upstream's replenishment.
 """
 
 from __future__ import annotations
@@ -54,7 +55,15 @@ class QuotaAdmission:
             return
         if old is None and call.subresource not in ("",):
             return
-        quotas = [q for _, q in self.store.list(self.QUOTA_BUCKET, f"{call.namespace}/")]
+        prefix = f"{call.namespace}/"
+        if not any(True for _ in self.store.list(self.QUOTA_BUCKET, prefix)):
+            return
+        # Charging must see every charge already committed, by any API server replica: lock the namespace's
+        # quotas for the write's transaction and read them from the database (store.atomic() is open).
+        self.store.lock(f"{self.QUOTA_BUCKET}|{call.namespace}")
+        latest = self.store.latest(self.QUOTA_BUCKET, prefix)
+        quotas = [q for q, _ in latest]
+        revisions = {q["metadata"]["name"]: rev for q, rev in latest}
         if not quotas:
             return
         name = (obj.get("metadata") or {}).get("name") or call.name or ""
@@ -117,4 +126,4 @@ class QuotaAdmission:
             nq.setdefault("status", {})["used"] = {**(q.get("status") or {}).get("used", {}),
                                                    **format_list(mask(new_used, delta))}
             key = f"{call.namespace}/{q['metadata']['name']}"
-            self.store.update(self.QUOTA_BUCKET, key, nq)
+            self.store.update(self.QUOTA_BUCKET, key, nq, revisions[q["metadata"]["name"]])

@@ -35,9 +35,12 @@ from dramock.jsonvalue import clone
 from dramock.schemas import printers, registry, versions
 from dramock.schemas.featuregates import FeatureGates
 from dramock.schemas.registry import Kind
-from dramock.storage.revlog import RevisionLog, sqlite_url
+from dramock.storage.revlog import DEFAULT_HISTORY, RevisionLog, StaleRead, StorageFailure, sqlite_url
 
 log = logging.getLogger("dramock.apiserver")
+
+# Attempts at a write whose object another API server replica keeps changing under it (shared database).
+_STALE_RETRIES = 16
 
 Obj = dict[str, Any]
 
@@ -57,6 +60,8 @@ class ServerConfig:
     fault_rules: list[str] = field(default_factory=list)  # dramock.faults rules to start with (--inject)
     fault_seed: int | None = None  # seeds the random choices of rate-limited rules (--inject-seed)
     service_cluster_ip_range: str = "10.96.0.0/12"  # --service-cluster-ip-range
+    # Events kept for watches (and replayed at start-up); older resourceVersions answer 410 Gone.
+    watch_history: int = DEFAULT_HISTORY
 
     @property
     def url(self) -> str:
@@ -141,7 +146,7 @@ class Route:
 class APIServer:
     def __init__(self, config: ServerConfig):
         self.config = config
-        self.store = RevisionLog(config.url, stamp_resource_version)
+        self.store = RevisionLog(config.url, stamp_resource_version, history=config.watch_history)
         strategies.configure(FeatureGates(config.feature_gates), self._namespace_labels)
         self.admission = Admission(self.store, config.service_cluster_ip_range)
         self.rest = Rest(self.store, self.admission)
@@ -174,7 +179,7 @@ class APIServer:
     async def _on_startup(self, _app: web.Application) -> None:
         self._seed_namespaces()
         self._seed_kubernetes_service()
-        self._compactor = asyncio.create_task(self._compact_loop())
+        self._compactor = asyncio.create_task(self.store.run(self.config.compaction_interval))
         self.health.started = True
 
     async def _on_shutdown(self, _app: web.Application) -> None:
@@ -192,7 +197,11 @@ class APIServer:
         for ns in SYSTEM_NAMESPACES:
             if self.store.get("namespaces", ns) is None:
                 call = Call(kind, None, None, "", _EMPTY_QUERY, user_agent="kube-apiserver")
-                self.rest.create_object(call, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+                try:
+                    self.rest.create_object(call, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+                except errors.APIError as e:  # another replica on the same database created it first
+                    if e.code != 409:
+                        raise
 
     def _seed_kubernetes_service(self) -> None:
         """The `kubernetes` Service in `default` on the range's first address (upstream's bootstrap controller),
@@ -202,20 +211,16 @@ class APIServer:
         if self.store.get(kind.storage_bucket, "default/kubernetes") is not None:
             return
         call = Call(kind, "default", None, "", _EMPTY_QUERY, user_agent="kube-apiserver")
-        self.rest.create_object(call, {
-            "apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": "kubernetes", "namespace": "default",
-                         "labels": {"component": "apiserver", "provider": "kubernetes"}},
-            "spec": {"type": "ClusterIP", "clusterIP": self.admission.service_ips.kubernetes_ip,
-                     "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}]}})
-
-    async def _compact_loop(self) -> None:
-        # Like the etcd compactor: every interval, compact to the revision seen one interval earlier.
-        last = self.store.revision
-        while True:
-            await asyncio.sleep(self.config.compaction_interval)
-            self.store.compact(last)
-            last = self.store.revision
+        try:
+            self.rest.create_object(call, {
+                "apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "kubernetes", "namespace": "default",
+                             "labels": {"component": "apiserver", "provider": "kubernetes"}},
+                "spec": {"type": "ClusterIP", "clusterIP": self.admission.service_ips.kubernetes_ip,
+                         "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}]}})
+        except errors.APIError as e:  # another replica on the same database created it first
+            if e.code != 409:
+                raise
 
     # ---------------------------------------------------------------- HTTP
 
@@ -235,6 +240,9 @@ class APIServer:
                                                                   e.text or e.reason))
         except aiohttp.http_exceptions.HttpProcessingError as e:  # a body that cannot be read (broken chunking)
             resp = self._status_response(request, errors.bad_request(f"error reading the request body: {e.message}"))
+        except StorageFailure as e:  # the SQL detail is in the log (revlog), never in the answer
+            log.error("storage failed serving %s %s", request.method, request.path)
+            resp = self._status_response(request, errors.internal(str(e)))
         except Exception as e:  # never a traceback to the client
             log.exception("internal error serving %s %s", request.method, request.path)
             resp = self._status_response(request, errors.internal(type(e).__name__ + ": " + str(e)))
@@ -390,31 +398,50 @@ class APIServer:
             body = await request.read()
             if len(body) > codec.MAX_BODY:
                 raise errors.request_entity_too_large(codec.MAX_BODY)
+            # API server replicas on one database: see every committed write before checking preconditions.
+            self.store.catch_up()
+        elif route.verb in ("get", "list") and not call.param("resourceVersion"):
+            self.store.catch_up()  # a consistent read (resourceVersion unset) includes every committed write
         content_type = request.headers.get("Content-Type", "")
+        warnings = len(call.warnings)
         verb = route.verb
-        if call.subresource == "scale":
-            from dramock.apiserver import scale
-
-            result = scale.handle(self.rest, call, verb, body, content_type)
-        elif verb == "get":
-            result = self.rest.get(call)
-        elif verb == "list":
-            result = self.rest.list(call)
-        elif verb == "create":
-            result = self._create(call, body, content_type)
-        elif verb == "update":
-            result = self.rest.update(call, body, content_type)
-        elif verb == "patch":
-            result = self.rest.patch(call, body, content_type)
-        elif verb == "delete":
-            result = self.rest.delete(call, body, content_type)
-        elif verb == "deletecollection":
-            result = self.rest.delete_collection(call, body, content_type)
+        for attempt in range(_STALE_RETRIES):
+            try:
+                result = self._verb(call, verb, body, content_type)
+                break
+            except StaleRead:
+                # Another replica wrote the object after this one last followed the log: catch up, do it again.
+                # A write still in flight on some replica can hold the log back: give it a moment to commit.
+                del call.warnings[warnings:]
+                if attempt:
+                    await asyncio.sleep(min(0.005 * 2 ** attempt, 0.2))
+                self.store.catch_up()
         else:
-            raise errors.method_not_allowed(verb, kind.plural, kind.group)
+            raise errors.conflict(kind.plural, kind.group, call.name or "", errors.STALE_OBJECT)
         # What a read or a real write answers is the stored object; a dry run's answer is not.
         stored = verb in ("get", "list") or (verb in ("create", "update", "patch") and not call.dry_run)
         return self._respond(call, accept, result, stored=stored)
+
+    def _verb(self, call: Call, verb: str, body: bytes, content_type: str) -> Result:
+        if call.subresource == "scale":
+            from dramock.apiserver import scale
+
+            return scale.handle(self.rest, call, verb, body, content_type)
+        if verb == "get":
+            return self.rest.get(call)
+        if verb == "list":
+            return self.rest.list(call)
+        if verb == "create":
+            return self._create(call, body, content_type)
+        if verb == "update":
+            return self.rest.update(call, body, content_type)
+        if verb == "patch":
+            return self.rest.patch(call, body, content_type)
+        if verb == "delete":
+            return self.rest.delete(call, body, content_type)
+        if verb == "deletecollection":
+            return self.rest.delete_collection(call, body, content_type)
+        raise errors.method_not_allowed(verb, call.kind.plural, call.kind.group)
 
     def _create(self, call: Call, body: bytes, content_type: str) -> Result:
         if call.subresource == "binding":

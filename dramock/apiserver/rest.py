@@ -26,7 +26,15 @@ from dramock.apiserver import codec, fieldmanager, params, patch, protobuf, sele
 from dramock.jsonvalue import clone
 from dramock.schemas import convert
 from dramock.schemas.registry import Kind
-from dramock.storage.revlog import Compacted, FutureRevision, KeyExists, KeyNotFound, RevisionConflict, RevisionLog
+from dramock.storage.revlog import (
+    Compacted,
+    FutureRevision,
+    KeyExists,
+    KeyNotFound,
+    RevisionConflict,
+    RevisionLog,
+    StaleRead,
+)
 
 Obj = dict[str, Any]
 
@@ -239,21 +247,25 @@ class Rest:
         if causes:
             raise errors.invalid(kind.kind, kind.group, m.get("name") or "", causes)
         call.warnings.extend(strategy.warnings_on_create(obj))
-        self.admission.admit_create(call, obj)
         if manager_op == "Update":
             obj = fieldmanager.track_update(None, obj, manager=call.field_manager, api_version=kind.api_version,
                                             definition=kind.definition, subresource=call.subresource,
                                             now=now_rfc3339(), reset_fields=_reset_fields(call))
-        if call.dry_run:
-            return Result(convert.from_storage(obj, kind), 201)
         # A generated name that is taken is generated again, as upstream's store does (RetryGenerateName).
-        for attempt in range(_GENERATE_NAME_ATTEMPTS if generated else 1):
+        attempts = _GENERATE_NAME_ATTEMPTS if generated else 1
+        for attempt in range(attempts):
             try:
-                stored = self.store.create(kind.storage_bucket, storage_name(kind, call.namespace, m["name"]), obj)
+                # Admission (the quota charge) and the write commit together, also across API server replicas.
+                with self.store.atomic():
+                    self.admission.admit_create(call, obj)
+                    if call.dry_run:
+                        return Result(convert.from_storage(obj, kind), 201)
+                    stored = self.store.create(kind.storage_bucket, storage_name(kind, call.namespace, m["name"]),
+                                               obj)
                 return Result(convert.from_storage(stored, kind), 201)
             except KeyExists:
-                if not generated or attempt == _GENERATE_NAME_ATTEMPTS - 1:
-                    raise errors.already_exists(kind.plural, kind.group, m["name"])
+                if attempt == attempts - 1:
+                    raise errors.already_exists(kind.plural, kind.group, m["name"]) from None
                 m["name"] = _generate_name(m["generateName"])
         raise AssertionError("unreachable")
 
@@ -328,24 +340,28 @@ class Rest:
         if _same_object(obj, old):
             # Nothing changed: no new revision, no managedFields timestamp bump (kubectl "unchanged").
             return Result(convert.from_storage(old, kind), encoded=self.store.encoded(kind.storage_bucket, key))
-        self.admission.admit_update(call, obj, old)
         if apply_manager is None:
             obj = fieldmanager.track_update(old, obj, manager=call.field_manager, api_version=kind.api_version,
                                             definition=kind.definition, subresource=call.subresource,
                                             now=now_rfc3339(), reset_fields=_reset_fields(call))
-        if call.dry_run:
-            return Result(convert.from_storage(obj, kind))
-        if om.get("deletionTimestamp") and not strategy.deletion_blocked(obj) \
-                and not self._graceful_pending(kind, obj):
-            # The last finalizer is gone from an object being deleted: it goes now.
-            stored = self.store.delete(kind.storage_bucket, key)
-            return Result(convert.from_storage(stored, kind))
-        try:
-            stored = self.store.update(kind.storage_bucket, key, obj, expected)
-        except RevisionConflict:
-            raise errors.conflict(kind.plural, kind.group, call.name or "", errors.STALE_OBJECT)
-        except KeyNotFound:
-            raise errors.not_found(kind.plural, kind.group, call.name or "")
+        # Admission (the quota charge) and the write commit together, also across API server replicas.
+        with self.store.atomic():
+            self.admission.admit_update(call, obj, old)
+            if call.dry_run:
+                return Result(convert.from_storage(obj, kind))
+            if om.get("deletionTimestamp") and not strategy.deletion_blocked(obj) \
+                    and not self._graceful_pending(kind, obj):
+                # The last finalizer is gone from an object being deleted: it goes now.
+                stored = self.store.delete(kind.storage_bucket, key)
+                return Result(convert.from_storage(stored, kind))
+            try:
+                stored = self.store.update(kind.storage_bucket, key, obj, expected)
+            except StaleRead:
+                raise  # not the client's precondition: the request is computed again (APIServer._dispatch)
+            except RevisionConflict:
+                raise errors.conflict(kind.plural, kind.group, call.name or "", errors.STALE_OBJECT)
+            except KeyNotFound:
+                raise errors.not_found(kind.plural, kind.group, call.name or "")
         return Result(convert.from_storage(stored, kind))
 
     def patch(self, call: Call, body: bytes, content_type: str) -> Result:

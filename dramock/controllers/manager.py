@@ -7,6 +7,7 @@ import logging
 import signal
 
 from dramock.client.informer import cancel_all
+from dramock.client.leaderelection import LeaderElectionConfig, run_leading
 from dramock.client.rest import Client, server_from_kubeconfig
 from dramock.controllers.garbagecollector import GarbageCollector
 from dramock.controllers.namespace import NamespaceController
@@ -45,17 +46,14 @@ class ControllerManager:
             await cancel_all(tasks)
 
 
-def run_controller_manager(kubeconfig: str, user_agent: str, pod_gc_interval: float = GC_INTERVAL,
-                           pod_gc_quarantine: float = QUARANTINE,
+def run_controller_manager(kubeconfig: str, user_agent: str, election: LeaderElectionConfig | None = None,
+                           pod_gc_interval: float = GC_INTERVAL, pod_gc_quarantine: float = QUARANTINE,
                            node_monitor_grace_period: float = GRACE_PERIOD) -> int:
-    """`dramock controller-manager --kubeconfig FILE`: run until SIGINT/SIGTERM."""
+    """`dramock controller-manager --kubeconfig FILE`: run until SIGINT/SIGTERM (1 when leadership is lost)."""
+    server = server_from_kubeconfig(kubeconfig)
 
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        client = Client(server_from_kubeconfig(kubeconfig), user_agent)
+    async def work(stop: asyncio.Event) -> None:
+        client = Client(server, user_agent)
         try:
             log.info("controller manager talking to %s", client.server)
             await ControllerManager(client, pod_gc_interval, pod_gc_quarantine,
@@ -63,5 +61,11 @@ def run_controller_manager(kubeconfig: str, user_agent: str, pod_gc_interval: fl
         finally:
             await client.close()
 
-    asyncio.run(main())
-    return 0
+    async def main() -> bool:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        return await run_leading(server, election or LeaderElectionConfig(enabled=False), user_agent, work, stop)
+
+    return 0 if asyncio.run(main()) else 1

@@ -8,6 +8,7 @@ import signal
 import sys
 
 from dramock import configure_logging
+from dramock.client.leaderelection import add_leader_election_flags, config_from_args, run_leading
 from dramock.client.rest import server_from_kubeconfig
 
 
@@ -18,6 +19,7 @@ def add_scheduler_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--feature-gates", default="", help="comma-separated Name=true|false pairs")
     add_binding_timeout_flag(p)
     p.add_argument("-v", "--v", type=int, default=0, dest="verbosity", help="log verbosity; 4+ = debug")
+    add_leader_election_flags(p, "kube-scheduler")
 
 
 def add_binding_timeout_flag(p: argparse.ArgumentParser) -> None:
@@ -55,18 +57,25 @@ def run_from_args(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"dramock scheduler: invalid argument for --dra-binding-timeout: {e}", file=sys.stderr)
         return 2
+    try:
+        election = config_from_args(args)
+    except ValueError as e:
+        print(f"dramock scheduler: {e}", file=sys.stderr)
+        return 2
     configure_logging(args.verbosity)
     server = args.server.rstrip("/") if args.server else server_from_kubeconfig(args.kubeconfig)
 
-    async def main() -> None:
+    async def main() -> bool:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await run_scheduler(server, stop, gates=gates, binding_timeout=timeout)
+        return await run_leading(server, election, "dramock-scheduler",
+                                 lambda working: run_scheduler(server, working, gates=gates, binding_timeout=timeout),
+                                 stop)
 
-    asyncio.run(main())
-    return 0
+    # Leadership lost: exit non-zero, as kube-scheduler does, and let the supervisor restart a candidate.
+    return 0 if asyncio.run(main()) else 1
 
 
 def main(argv: list[str] | None = None) -> int:

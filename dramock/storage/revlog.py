@@ -1,30 +1,57 @@
 """A kine-style revision log on SQLAlchemy, with the watch cache in front of it.
 
 Every write appends one row carrying a new global revision (the objects' resourceVersion). The table is
-the durable truth; the process keeps the latest value of every key plus the event history since the
-last compaction in memory, so get/list/watch never touch the database. Writes are serialized: they run
-on the event loop thread without awaiting between the precondition check and the commit, so checks made
-against the in-memory state are exact.
+the durable truth; the process keeps the latest value of every key plus a bounded event history in
+memory, so get/list/watch never touch the database.
 
-Storage knows nothing of Kubernetes kinds: a key is (bucket, name) where the caller picks both, and the
-object is an opaque JSON-able dict whose version the `stamp` callback records.
+Two ways to write, behind one interface:
+
+- **embedded** (SQLite, the default): this process is the only writer. Writes run on the event loop
+  thread without awaiting between the precondition check and the commit, so checks made against memory
+  are exact, and the revision is simply the next integer.
+- **shared** (any other SQL server, e.g. PostgreSQL): several API servers append to one log. The database
+  decides: a sequence assigns revisions, preconditions are checked inside the write's transaction under a
+  per-key lock, and a unique index on (key, previous revision) refuses a second successor of one
+  revision. Memory changes only by *following* the log: every replica reads the rows after its revision
+  in order (woken by LISTEN/NOTIFY, polling as the fallback), so every replica's watchers see every write
+  exactly once, in revision order. A revision that stays missing (a transaction that took a number and
+  rolled back, or died) is claimed with a "fill" row after `fill_delay`, so a gap never stalls watches.
+
+History is bounded (`history` events); the database is compacted behind it in bounded batches by a
+background task (`run`), never by a write. Storage knows nothing of Kubernetes kinds: a key is
+(bucket, name) where the caller picks both, and the object is an opaque JSON-able dict whose version the
+`stamp` callback records.
 """
 
 from __future__ import annotations
 
+import asyncio
 import bisect
+import contextlib
 import json
+import logging
 import os
+import threading
+import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
+log = logging.getLogger("dramock.storage")
+
 Obj = dict[str, Any]
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+
+# Events kept for watches and old-revision lists. A start-up replays at most this many rows.
+DEFAULT_HISTORY = 10_000
+# Rows the background compactor examines per step: the cost of one step is bounded by it.
+COMPACT_BATCH = 2_000
+NOTIFY_CHANNEL = "dramock_revlog"
+_COMPACT_LOCK = 0x6472616D6F636B  # "dramock": the advisory lock only one replica's compactor holds
 
 
 class StorageError(Exception):
@@ -47,6 +74,12 @@ class RevisionConflict(StorageError):
         self.current = current
 
 
+class StaleRead(RevisionConflict):
+    """Shared mode: a write without a precondition was computed from this replica's copy of the key, and
+    another replica has written the key since. The caller catches up (`catch_up`) and computes it again, as
+    upstream's GuaranteedUpdate retries on a stale cache."""
+
+
 class Compacted(StorageError):
     """The requested revision is older than the oldest revision still kept."""
 
@@ -63,6 +96,10 @@ class FutureRevision(StorageError):
         self.current = current
 
 
+class StorageFailure(StorageError):
+    """The database failed. The message is safe to show a client; the detail went to the log."""
+
+
 @dataclass(slots=True)
 class Event:
     type: str  # ADDED / MODIFIED / DELETED
@@ -75,36 +112,54 @@ class Event:
 
 
 _metadata = sa.MetaData()
+_revision_seq = sa.Sequence("revlog_revision_seq", metadata=_metadata)  # shared SQL only
 _log = sa.Table(
     "revlog", _metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
-    sa.Column("bucket", sa.String, nullable=False),
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True, autoincrement=False),
+    sa.Column("bucket", sa.String, nullable=False),  # "" marks a fill row
     sa.Column("name", sa.String, nullable=False),
     sa.Column("created", sa.Boolean, nullable=False),
     sa.Column("deleted", sa.Boolean, nullable=False),
+    # The key's previous row (0 for the first); NULL for fill rows and rows written before this column.
+    sa.Column("prev_revision", sa.BigInteger().with_variant(sa.Integer, "sqlite"), nullable=True),
     sa.Column("value", sa.Text, nullable=False),
     sa.Index("revlog_key", "bucket", "name", "id"),
+    # The database's own guarantee of conditional writes: one successor per revision of a key.
+    sa.Index("revlog_key_prev", "bucket", "name", "prev_revision", unique=True),
 )
+_COLUMNS = (_log.c.id, _log.c.bucket, _log.c.name, _log.c.deleted, _log.c.value)
 _INSERT = _log.insert()  # built once: constructing the statement per write costs more than the write
 _meta = sa.Table(
     "meta", _metadata,
     sa.Column("key", sa.String, primary_key=True),
-    sa.Column("value", sa.Integer, nullable=False),
+    sa.Column("value", sa.BigInteger().with_variant(sa.Integer, "sqlite"), nullable=False),
 )
+# meta keys: the oldest revision watches may ask for (set by compact()), and how far rows were deleted.
+_COMPACTED, _COMPACTED_ROWS = "compacted", "compacted_rows"
 
 Watcher = Callable[[Event], None]
 
 
 class Bucket:
-    """Latest values of one bucket's keys, with a lazily sorted name list for paging."""
+    """Latest values of one bucket's keys, with a lazily sorted name list for paging.
+
+    A value loaded at start-up stays its stored JSON text until first read (`value`): start-up then costs
+    what reading the rows costs, and objects nobody reads stay small.
+    """
 
     __slots__ = ("objects", "_sorted")
 
     def __init__(self) -> None:
-        self.objects: dict[str, Obj] = {}
+        self.objects: dict[str, Obj | str] = {}
         self._sorted: list[str] | None = None
 
-    def put(self, name: str, obj: Obj) -> None:
+    def value(self, name: str) -> Obj | None:
+        obj = self.objects.get(name)
+        if isinstance(obj, str):
+            obj = self.objects[name] = json.loads(obj)
+        return obj
+
+    def put(self, name: str, obj: Obj | str) -> None:
         if name not in self.objects:
             self._sorted = None
         self.objects[name] = obj
@@ -120,22 +175,43 @@ class Bucket:
 
 
 class RevisionLog:
-    """The store. `stamp(obj, revision)` writes the revision into an object (the resourceVersion)."""
+    """The store. `stamp(obj, revision)` writes the revision into an object (the resourceVersion).
 
-    def __init__(self, url: str, stamp: Callable[[Obj, int], None], history: int = 100_000):
+    `history`: events kept in memory (and replayed at start-up). `fill_delay`: how long a missing revision
+    may stay missing before a fill row claims it (shared mode). `poll_interval`: how often a replica reads
+    the log when no notification woke it (shared mode).
+    """
+
+    def __init__(self, url: str, stamp: Callable[[Obj, int], None], history: int = DEFAULT_HISTORY,
+                 fill_delay: float = 1.0, poll_interval: float = 0.5):
         self._stamp = stamp
-        self._history_limit = history
-        self.engine = sa.create_engine(url, future=True)
-        if url.startswith("sqlite"):
+        self._history_limit = max(1, history)
+        self._fill_delay = fill_delay
+        self._poll_interval = poll_interval
+        self.url = url
+        self.shared = not url.startswith("sqlite")
+        self.engine = sa.create_engine(url, future=True, pool_pre_ping=self.shared)
+        if not self.shared:
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
-        _metadata.create_all(self.engine)
-        self._conn = self.engine.connect()
         self._buckets: dict[str, Bucket] = {}
         self._history: deque[Event] = deque()
         self._watchers: dict[str, set[Watcher]] = {}
+        self._revisions: dict[tuple[str, str], int] = {}
+        self._values: dict[tuple[str, str], str] = {}
+        # Embedded mode: the tombstone revision of deleted keys whose rows are not compacted yet, so that a
+        # re-create names its predecessor (the unique index would refuse a second "first" row otherwise).
+        self._tombstones: dict[tuple[str, str], int] = {}
+        self._tx: sa.Connection | None = None  # the open atomic() transaction (shared mode)
+        self._own: dict[int, Obj] = {}  # objects this replica wrote, until the follower applies them
+        self._gap_at = 0  # the missing revision the follower waits for, and since when
+        self._gap_since = 0.0
+        self._closing = threading.Event()
         self.revision = 0
-        self.compacted = 0
-        self._load()
+        self.compacted = 0  # the oldest revision watches may start from
+        self.compacted_rows = 0  # how far rows have been deleted (by any replica)
+        with self._db_errors():
+            self._create_schema()
+            self._load()
 
     # ---- reads (memory only) ----
 
@@ -147,7 +223,7 @@ class RevisionLog:
 
     def get(self, bucket: str, name: str) -> Obj | None:
         b = self._buckets.get(bucket)
-        return b.objects.get(name) if b else None
+        return b.value(name) if b else None
 
     def count(self, bucket: str) -> int:
         b = self._buckets.get(bucket)
@@ -162,14 +238,17 @@ class RevisionLog:
 
         With `at`, the bucket as it was at that revision (Compacted if history no longer reaches it).
         """
+        b = self.bucket(bucket)
         if at is not None and at < self.revision:
             snapshot = self._snapshot(bucket, at)
             names = sorted(snapshot)
-            objects = snapshot
+
+            def value(name: str) -> Obj | None:
+                obj = snapshot[name]
+                return b.value(name) if isinstance(obj, str) else obj
         else:
-            b = self.bucket(bucket)
             names = b.sorted_names()
-            objects = b.objects
+            value = b.value
         lo = bisect.bisect_left(names, max(prefix, start_after))
         for i in range(lo, len(names)):
             name = names[i]
@@ -177,9 +256,11 @@ class RevisionLog:
                 break
             if name == start_after:
                 continue
-            yield name, objects[name]
+            obj = value(name)
+            assert obj is not None
+            yield name, obj
 
-    def _snapshot(self, bucket: str, at: int) -> dict[str, Obj]:
+    def _snapshot(self, bucket: str, at: int) -> dict[str, Obj | str]:
         """The bucket at revision `at`, by undoing later events from the history."""
         self.check_revision(at)
         snapshot = dict(self.bucket(bucket).objects)
@@ -212,6 +293,21 @@ class RevisionLog:
         out.reverse()
         return out
 
+    def latest(self, bucket: str, prefix: str) -> list[tuple[Obj, int]]:
+        """(object, revision) of the keys under `prefix` as the database has them now.
+
+        Inside atomic() in shared mode this reads the database (another replica may have written since
+        this one last followed the log); otherwise memory is exact.
+        """
+        if self._tx is None:
+            return [(o, self.mod_revision(bucket, n)) for n, o in self.list(bucket, prefix)]
+        newest = (sa.select(sa.func.max(_log.c.id)).where(_log.c.bucket == bucket)
+                  .where(_log.c.name.startswith(prefix, autoescape=True)).group_by(_log.c.name))
+        with self._db_errors():
+            rows = self._tx.execute(sa.select(_log.c.id, _log.c.value).where(_log.c.id.in_(newest))
+                                    .where(_log.c.deleted.is_(False)).order_by(_log.c.name)).all()
+        return [(json.loads(value), rid) for rid, value in rows]
+
     # ---- watch registration ----
 
     def subscribe(self, bucket: str, watcher: Watcher) -> None:
@@ -226,21 +322,28 @@ class RevisionLog:
     # ---- writes ----
 
     def create(self, bucket: str, name: str, obj: Obj) -> Obj:
+        if self.shared:
+            return self._write_shared(ADDED, bucket, name, obj, None)
         if name in self.bucket(bucket).objects:
             raise KeyExists(name)
-        return self._append(ADDED, bucket, name, obj, None)
+        prev_revision = self._tombstones.get((bucket, name), 0)
+        return self._append(ADDED, bucket, name, obj, None, prev_revision)
 
     def update(self, bucket: str, name: str, obj: Obj, expected: int | None = None) -> Obj:
+        if self.shared:
+            return self._write_shared(MODIFIED, bucket, name, obj, expected)
         prev = self._current(bucket, name, expected)
-        return self._append(MODIFIED, bucket, name, obj, prev)
+        return self._append(MODIFIED, bucket, name, obj, prev, self._revisions[(bucket, name)])
 
     def delete(self, bucket: str, name: str, expected: int | None = None) -> Obj:
+        if self.shared:
+            return self._write_shared(DELETED, bucket, name, None, expected)
         prev = self._current(bucket, name, expected)
         tombstone = json.loads(json.dumps(prev))
-        return self._append(DELETED, bucket, name, tombstone, prev)
+        return self._append(DELETED, bucket, name, tombstone, prev, self._revisions[(bucket, name)])
 
     def _current(self, bucket: str, name: str, expected: int | None) -> Obj:
-        prev = self.bucket(bucket).objects.get(name)
+        prev = self.bucket(bucket).value(name)
         if prev is None:
             raise KeyNotFound(name)
         if expected is not None:
@@ -256,31 +359,192 @@ class RevisionLog:
     def mod_revision(self, bucket: str, name: str) -> int:
         return self._revisions.get((bucket, name), 0)
 
-    def _append(self, kind: str, bucket: str, name: str, obj: Obj, prev: Obj | None) -> Obj:
+    def _append(self, kind: str, bucket: str, name: str, obj: Obj, prev: Obj | None, prev_revision: int) -> Obj:
+        """Embedded mode: this process is the only writer, so the next revision is ours to take."""
         revision = self.revision + 1
         self._stamp(obj, revision)
         value = json.dumps(obj, separators=(",", ":"))
-        with self._conn.begin():
-            self._conn.execute(_INSERT, {"id": revision, "bucket": bucket, "name": name,
-                                         "created": kind == ADDED, "deleted": kind == DELETED, "value": value})
+        with self._db_errors(), self.engine.begin() as conn:
+            conn.execute(_INSERT, {"id": revision, "bucket": bucket, "name": name, "created": kind == ADDED,
+                                   "deleted": kind == DELETED, "prev_revision": prev_revision, "value": value})
         # Committed: only now does memory (and so every reader and watcher) see it.
         self.revision = revision
         self._apply(Event(kind, bucket, name, revision, obj, prev, value))
         return obj
 
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Run the writes (and latest() reads) of the block in one database transaction (shared mode).
+
+        Admission that must hold across replicas (quota charging) reads and writes inside one. Embedded,
+        the block already runs without interruption on the one writer thread, so this adds nothing.
+        """
+        if not self.shared or self._tx is not None:
+            yield
+            return
+        with self._db_errors(), self.engine.begin() as conn:
+            self._tx = conn
+            try:
+                yield
+            finally:
+                self._tx = None
+        self.catch_up()
+
+    def lock(self, name: str) -> None:
+        """Hold a named lock until the atomic() transaction ends (shared mode; a no-op otherwise)."""
+        if self._tx is not None:
+            with self._db_errors():
+                self._tx.execute(sa.text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"), {"k": name})
+
+    def _write_shared(self, kind: str, bucket: str, name: str, obj: Obj | None, expected: int | None) -> Obj:
+        with self._db_errors(), self._transaction() as conn:
+            self.lock(f"{bucket}|{name}")
+            query = sa.select(_log.c.id, _log.c.deleted, *([_log.c.value] if kind == DELETED else [])) \
+                .where(_log.c.bucket == bucket).where(_log.c.name == name).order_by(_log.c.id.desc()).limit(1)
+            row = conn.execute(query).first()
+            live = row is not None and not row.deleted
+            if kind == ADDED:
+                if live:
+                    raise KeyExists(name)
+            else:
+                if not live:
+                    raise KeyNotFound(name)
+                if expected is not None and row.id != expected:
+                    raise RevisionConflict(row.id)
+                if expected is None and row.id != self._revisions.get((bucket, name)):
+                    raise StaleRead(row.id)
+            # The checks passed before a revision was taken: a refused write leaves no gap in the log.
+            revision = conn.execute(sa.select(_revision_seq.next_value())).scalar_one()
+            if obj is None:
+                obj = json.loads(row.value)
+            self._stamp(obj, revision)
+            value = json.dumps(obj, separators=(",", ":"))
+            try:
+                conn.execute(_INSERT, {"id": revision, "bucket": bucket, "name": name, "created": kind == ADDED,
+                                       "deleted": kind == DELETED,
+                                       "prev_revision": row.id if row is not None else 0, "value": value})
+            except sa.exc.IntegrityError:
+                # Another writer got there first (or a follower filled our revision after we stalled for longer
+                # than fill_delay): as a failed precondition; the whole transaction rolls back.
+                if kind == ADDED:
+                    raise KeyExists(name)
+                raise RevisionConflict(row.id if row is not None else 0)
+            conn.execute(sa.text("SELECT pg_notify(:c, :r)"), {"c": NOTIFY_CHANNEL, "r": str(revision)})
+            self._own[revision] = obj
+        if self._tx is None:
+            self.catch_up()
+        return obj
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sa.Connection]:
+        if self._tx is not None:
+            yield self._tx
+            return
+        with self.engine.begin() as conn:
+            self._tx = conn
+            try:
+                yield conn
+            finally:
+                self._tx = None
+
+    # ---- following the log (shared mode) ----
+
+    def catch_up(self) -> None:
+        """Follow the log now (shared mode), e.g. after our own commit or before a precondition check; a
+        failure here leaves it to the background follower."""
+        try:
+            self.follow()
+        except StorageError:
+            log.warning("could not follow the log after a write; the background follower retries")
+
+    def follow(self, batch: int = 1000) -> int:
+        """Apply the committed rows after our revision, strictly in order. Returns how many were applied."""
+        if not self.shared:
+            return 0
+        applied = 0
+        with self._db_errors():
+            while True:
+                with self.engine.begin() as conn:
+                    rows = conn.execute(sa.select(*_COLUMNS).where(_log.c.id > self.revision)
+                                        .order_by(_log.c.id).limit(batch)).all()
+                for row in rows:
+                    if row.id != self.revision + 1:
+                        if not self._fill_gap(row.id):
+                            return applied
+                        break  # filled: read again from the gap
+                    self._apply_row(row)
+                    applied += 1
+                else:
+                    if len(rows) < batch:
+                        return applied
+
+    def _fill_gap(self, next_present: int) -> bool:
+        """A revision is missing below `next_present`. Wait `fill_delay` for its writer to commit, then claim
+        the missing numbers with fill rows (a late writer then fails and its client retries)."""
+        missing = self.revision + 1
+        with self.engine.begin() as conn:
+            compacted_rows = _get_meta(conn, _COMPACTED_ROWS)
+        if missing <= compacted_rows:
+            # Compacted away while we lagged behind: only superseded rows and tombstones go, so skip ahead.
+            self.revision = min(next_present - 1, compacted_rows)
+            return True
+        now = time.monotonic()
+        if self._gap_at != missing:
+            self._gap_at, self._gap_since = missing, now
+            return False
+        if now - self._gap_since < self._fill_delay:
+            return False
+        log.info("filling revisions %d..%d that no writer committed", missing, next_present - 1)
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        rows = [{"id": r, "bucket": "", "name": "", "created": False, "deleted": False, "prev_revision": None,
+                 "value": ""} for r in range(missing, next_present)]
+        with self.engine.begin() as conn:
+            # A writer still holding one of these numbers makes this wait for its commit; then ours is a no-op.
+            conn.execute(pg_insert(_log).values(rows).on_conflict_do_nothing(index_elements=["id"]))
+        self._gap_at = 0
+        return True
+
+    def _apply_row(self, row: Any) -> None:
+        if row.bucket == "":  # a fill row: the revision is used up, no key changed
+            self.revision = row.id
+            self._own.pop(row.id, None)  # ours if our transaction took it and then rolled back
+            return
+        obj = self._own.pop(row.id, None)
+        if obj is None:
+            obj = json.loads(row.value)
+        prev = self.get(row.bucket, row.name)
+        if row.deleted:
+            if prev is None:  # a delete of a key this replica never had (history beyond its start)
+                self.revision = row.id
+                return
+            kind = DELETED
+        else:
+            kind = ADDED if prev is None else MODIFIED
+        self.revision = row.id
+        self._apply(Event(kind, row.bucket, row.name, row.id, obj, prev, row.value))
+
+    # ---- applying events ----
+
     def _apply(self, ev: Event, notify: bool = True) -> None:
+        key = (ev.bucket, ev.name)
         b = self.bucket(ev.bucket)
         if ev.type == DELETED:
             b.remove(ev.name)
-            self._revisions.pop((ev.bucket, ev.name), None)
-            self._values.pop((ev.bucket, ev.name), None)
+            self._revisions.pop(key, None)
+            self._values.pop(key, None)
+            if not self.shared:
+                self._tombstones[key] = ev.revision
         else:
             b.put(ev.name, ev.obj)
-            self._revisions[(ev.bucket, ev.name)] = ev.revision
-            self._values[(ev.bucket, ev.name)] = ev.value
+            self._revisions[key] = ev.revision
+            self._values[key] = ev.value
+            if ev.type == ADDED and self._tombstones:
+                self._tombstones.pop(key, None)
         self._history.append(ev)
         if len(self._history) > self._history_limit:
-            self.compact(self._history[len(self._history) - self._history_limit].revision - 1)
+            # Memory follows what watches may still ask for; the database follows in run()'s own time.
+            self.compacted = self._history.popleft().revision
         if notify:
             for w in list(self._watchers.get(ev.bucket, ())):
                 w(ev)
@@ -288,62 +552,222 @@ class RevisionLog:
     # ---- compaction ----
 
     def compact(self, revision: int) -> None:
-        """Forget history up to and including `revision`; later watches from there get Compacted."""
+        """Forget history up to and including `revision`; later watches from there get Compacted.
+
+        Memory is trimmed now; the rows are deleted later by `compact_step`, a bounded batch at a time.
+        """
         revision = min(revision, self.revision)
         if revision <= self.compacted:
             return
         while self._history and self._history[0].revision <= revision:
             self._history.popleft()
-        with self._conn.begin():
-            # Keep the newest live row of every key; drop superseded rows and tombstones.
-            newest = (sa.select(sa.func.max(_log.c.id)).where(_log.c.id <= revision)
-                      .group_by(_log.c.bucket, _log.c.name))
-            self._conn.execute(_log.delete().where(_log.c.id <= revision).where(
-                sa.or_(_log.c.id.not_in(newest), _log.c.deleted.is_(True))))
-            self._set_meta("compacted", revision)
         self.compacted = revision
+        with self._db_errors(), self.engine.begin() as conn:
+            if _get_meta(conn, _COMPACTED) < revision:
+                _set_meta(conn, _COMPACTED, revision)
 
-    def _set_meta(self, key: str, value: int) -> None:
-        upd = self._conn.execute(_meta.update().where(_meta.c.key == key).values(value=value))
-        if upd.rowcount == 0:
-            self._conn.execute(_meta.insert().values(key=key, value=value))
+    def compact_step(self, batch: int = COMPACT_BATCH) -> bool:
+        """Delete superseded rows, tombstones and fill rows up to `self.compacted`, examining at most `batch`
+        revisions. Only one replica compacts at a time. Returns whether more remains."""
+        target = self.compacted
+        with self._db_errors(), self.engine.begin() as conn:
+            if self.shared and not conn.execute(sa.text("SELECT pg_try_advisory_xact_lock(:k)"),
+                                                {"k": _COMPACT_LOCK}).scalar():
+                return False  # another replica is compacting
+            done = self.compacted_rows = _get_meta(conn, _COMPACTED_ROWS)
+            if done >= target:
+                return False
+            hi = min(target, done + batch)
+            # As kine: every row in the range supersedes the row it names as previous, which goes; tombstones
+            # and fill rows in the range go themselves. Each row is thus deleted once, when its successor's
+            # range is compacted, and a step costs what its range holds.
+            in_range = sa.and_(_log.c.id > done, _log.c.id <= hi)
+            predecessors = sa.select(_log.c.prev_revision).where(in_range).where(_log.c.prev_revision > 0)
+            conn.execute(_log.delete().where(_log.c.id.in_(predecessors.scalar_subquery())))
+            conn.execute(_log.delete().where(in_range).where(sa.or_(_log.c.deleted.is_(True), _log.c.bucket == "")))
+            _set_meta(conn, _COMPACTED_ROWS, hi)
+        self.compacted_rows = hi
+        if self._tombstones:
+            self._tombstones = {k: r for k, r in self._tombstones.items() if r > hi}
+        return hi < target
+
+    def reclaim(self) -> None:
+        """SQLite: move the WAL into the database file and truncate it, and give freed pages back."""
+        if self.shared:
+            return
+        try:
+            with self.engine.connect() as conn:
+                raw = conn.connection.dbapi_connection
+                assert raw is not None
+                # Frees up to 4000 pages; executescript runs the pragma to its end (execute stops after a page).
+                raw.executescript("PRAGMA incremental_vacuum(4000);")
+                raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        except Exception as e:  # disk space comes back at the next step
+            log.warning("reclaiming SQLite space failed: %s", e)
+
+    async def run(self, compaction_interval: float, maintenance_interval: float = 1.0) -> None:
+        """Background work for the server's lifetime: follow the log (shared mode), compact every
+        `compaction_interval` as the etcd compactor does (to the revision seen one interval earlier), delete
+        compacted rows in bounded steps and reclaim disk space."""
+        tasks = [asyncio.create_task(self._maintain(compaction_interval, maintenance_interval))]
+        if self.shared:
+            tasks.append(asyncio.create_task(self._follow_loop()))
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+
+    async def _maintain(self, compaction_interval: float, maintenance_interval: float) -> None:
+        last, next_compaction = self.revision, time.monotonic() + compaction_interval
+        reclaimed = -1
+        while True:
+            await asyncio.sleep(maintenance_interval)
+            try:
+                if time.monotonic() >= next_compaction:
+                    self.compact(last)
+                    last, next_compaction = self.revision, time.monotonic() + compaction_interval
+                for _ in range(10):  # at most 10 bounded steps a tick; yield to requests between them
+                    if not self.compact_step():
+                        break
+                    await asyncio.sleep(0)
+                if self.compacted_rows != reclaimed:
+                    self.reclaim()
+                    reclaimed = self.compacted_rows
+            except StorageError:
+                log.warning("storage maintenance failed; retrying in %.0fs", maintenance_interval)
+
+    async def _follow_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        wake = asyncio.Event()
+        listener = threading.Thread(target=self._listen, args=(loop, wake), daemon=True, name="revlog-listen")
+        listener.start()
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), self._poll_interval)
+            wake.clear()
+            try:
+                self.follow()
+            except StorageError:
+                log.warning("following the log failed; retrying")
+            if self._gap_at:  # waiting out a gap: look again soon rather than at the next poll
+                await asyncio.sleep(min(self._poll_interval, self._fill_delay / 4))
+                wake.set()
+
+    def _listen(self, loop: asyncio.AbstractEventLoop, wake: asyncio.Event) -> None:
+        """LISTEN on a connection of its own (a thread: psycopg blocks) and wake the follower on NOTIFY."""
+        import psycopg
+
+        conninfo = sa.engine.make_url(self.url).set(drivername="postgresql").render_as_string(hide_password=False)
+        while not self._closing.is_set():
+            try:
+                with psycopg.connect(conninfo, autocommit=True) as conn:
+                    conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                    loop.call_soon_threadsafe(wake.set)  # catch up on anything before LISTEN
+                    while not self._closing.is_set():
+                        for _ in conn.notifies(timeout=1.0, stop_after=1):
+                            loop.call_soon_threadsafe(wake.set)
+            except Exception as e:  # the poll keeps following meanwhile
+                log.warning("LISTEN connection failed (%s); polling until it is back", type(e).__name__)
+                self._closing.wait(1.0)
 
     # ---- startup ----
 
+    def _create_schema(self) -> None:
+        with self.engine.begin() as conn:
+            if self.shared:  # replicas starting together must not race on DDL
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _COMPACT_LOCK + 1})
+            _metadata.create_all(conn)
+            columns = {c["name"] for c in sa.inspect(conn).get_columns("revlog")}
+            if "prev_revision" not in columns:  # a database from before conditional writes were indexed
+                conn.execute(sa.text("ALTER TABLE revlog ADD COLUMN prev_revision BIGINT"))
+                # Once: every row names the key's row before it (what compaction deletes by), 0 for the first.
+                conn.execute(sa.text(
+                    "UPDATE revlog SET prev_revision = COALESCE((SELECT max(p.id) FROM revlog p WHERE "
+                    "p.bucket = revlog.bucket AND p.name = revlog.name AND p.id < revlog.id), 0)"))
+                for index in _log.indexes:
+                    index.create(conn, checkfirst=True)
+            if self.shared:
+                # The sequence must be ahead of every revision already in the table (e.g. an older database).
+                top = conn.execute(sa.select(sa.func.max(_log.c.id))).scalar() or 0
+                if top:
+                    conn.execute(sa.text("SELECT setval('revlog_revision_seq', :top) "
+                                         "WHERE (SELECT last_value FROM revlog_revision_seq) < :top"), {"top": top})
+
     def _load(self) -> None:
-        self._revisions: dict[tuple[str, str], int] = {}
-        self._values: dict[tuple[str, str], str] = {}
-        row = self._conn.execute(sa.select(_meta.c.value).where(_meta.c.key == "compacted")).first()
-        self.compacted = row[0] if row else 0
-        rows = self._conn.execute(
-            sa.select(_log.c.id, _log.c.bucket, _log.c.name, _log.c.created, _log.c.deleted, _log.c.value)
-            .order_by(_log.c.id))
-        for rid, bucket, name, created, deleted, value in rows:
-            obj = json.loads(value)
-            prev = self.bucket(bucket).objects.get(name)
-            if rid <= self.compacted:
-                # Rows kept through compaction are state, not history.
-                self.bucket(bucket).put(name, obj)
+        """The latest state plus at most `history` events: cost bounded by live keys and the history size."""
+        with self.engine.begin() as conn:  # one read transaction: a consistent snapshot
+            compacted = max(_get_meta(conn, _COMPACTED), _get_meta(conn, _COMPACTED_ROWS))
+            top = conn.execute(sa.select(sa.func.max(_log.c.id))).scalar() or 0
+            base = max(compacted, top - self._history_limit)
+            # The state at `base`: the newest row of every key at or below it (tombstones remembered).
+            newest = (sa.select(sa.func.max(_log.c.id)).where(_log.c.id <= base)
+                      .group_by(_log.c.bucket, _log.c.name))
+            for rid, bucket, name, deleted, value in conn.execute(
+                    sa.select(*_COLUMNS).where(_log.c.id.in_(newest)).where(_log.c.bucket != "")):
+                if deleted:
+                    if not self.shared:
+                        self._tombstones[(bucket, name)] = rid
+                    continue
+                self.bucket(bucket).put(name, value)  # decoded when first read
                 self._revisions[(bucket, name)] = rid
                 self._values[(bucket, name)] = value
-            else:
-                kind = DELETED if deleted else (ADDED if created or prev is None else MODIFIED)
-                self._apply(Event(kind, bucket, name, rid, obj, prev, value), notify=False)
-            self.revision = max(self.revision, rid)
-        self.revision = max(self.revision, self.compacted)
-        self._conn.commit()
+            self.revision = self.compacted = base
+            for row in conn.execute(sa.select(*_COLUMNS).where(_log.c.id > base).order_by(_log.c.id)):
+                if self.shared and row.id != self.revision + 1:
+                    break  # a gap: the follower waits it out (or fills it) once we run
+                if self.shared:
+                    self._apply_row(row)
+                    continue
+                obj = json.loads(row.value)
+                prev = self.get(row.bucket, row.name)
+                if row.deleted:
+                    kind = DELETED
+                else:
+                    kind = ADDED if prev is None else MODIFIED
+                self.revision = row.id
+                self._apply(Event(kind, row.bucket, row.name, row.id, obj, prev, row.value), notify=False)
+            if not self.shared:
+                self.revision = max(self.revision, top)
+        self.compacted = max(self.compacted, base)
+
+    @contextlib.contextmanager
+    def _db_errors(self) -> Iterator[None]:
+        """Database errors become StorageFailure: the client hears that storage failed, the log hears why."""
+        try:
+            yield
+        except sa.exc.SQLAlchemyError as e:
+            log.error("database error: %s", e)
+            reason = "the storage backend is unavailable" if isinstance(
+                e, (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.DisconnectionError)) \
+                else "the storage backend failed"
+            raise StorageFailure(f"{reason} (see the API server log)") from None
 
     def close(self) -> None:
-        self._conn.close()
+        self._closing.set()
         self.engine.dispose()
+
+
+def _get_meta(conn: sa.Connection, key: str) -> int:
+    return conn.execute(sa.select(_meta.c.value).where(_meta.c.key == key)).scalar() or 0
+
+
+def _set_meta(conn: sa.Connection, key: str, value: int) -> None:
+    upd = conn.execute(_meta.update().where(_meta.c.key == key).values(value=value))
+    if upd.rowcount == 0:
+        conn.execute(_meta.insert().values(key=key, value=value))
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
+    # Set before the first table exists: compacted pages can then be given back (incremental_vacuum).
+    cur.execute("PRAGMA auto_vacuum=INCREMENTAL")
     # WAL + synchronous=NORMAL: a committed write is in the WAL file before the client hears of it,
     # so it survives the process being killed (only a power loss could lose the last commits).
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
+    # After a checkpoint the WAL file is cut back to this size instead of keeping its largest size.
+    cur.execute("PRAGMA journal_size_limit=16777216")
     cur.close()
 
 
