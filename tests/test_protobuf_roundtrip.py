@@ -112,6 +112,8 @@ def object_of(definition: str, depth: int = 0, keep_empty: bool = True, top: boo
         if depth > 8 and defs.ref_name(schema) not in (None, TIME, MICRO_TIME, QUANTITY, INT_OR_STRING):
             continue  # keep deep trees small
         keep_zero = _keeps_zero(definition, prop)
+        if keep_zero is None and prop in ("apiVersion", "kind"):
+            continue  # an embedded object's TypeMeta (StatefulSet volumeClaimTemplates) is not on the wire
         if keep_zero is None:
             assert f"{definition}.{prop}" in NOT_IN_PROTOBUF, f"{definition}.{prop} has no protobuf field"
             continue
