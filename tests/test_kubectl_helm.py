@@ -136,5 +136,11 @@ def test_helm4_install_waits_for_the_deployment(binaries, cluster, tmp_path):
 def test_helm4_uninstall_purges_the_release(binaries, cluster, tmp_path):
     h = binaries["helm"]
     run(h, cluster, "install", "purge", _chart(tmp_path), "--wait", "--timeout", "60s")
+    records = "/api/v1/namespaces/default/secrets?labelSelector=owner%3Dhelm%2Cname%3Dpurge"
+    assert len(cluster.request("GET", records)[2]["items"]) == 1
     run(h, cluster, "uninstall", "purge", "--wait")
-    assert json.loads(run(h, cluster, "list", "-a", "-o", "json").stdout) == []
+    # Helm 4's list shows releases in every status (it has no -a); the release Secrets are gone too.
+    assert json.loads(run(h, cluster, "list", "-o", "json").stdout) == []
+    assert json.loads(run(h, cluster, "list", "--uninstalled", "-o", "json").stdout) == []
+    code, _, secrets = cluster.request("GET", records)
+    assert code == 200 and secrets["items"] == []

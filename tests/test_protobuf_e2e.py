@@ -2,9 +2,10 @@
 
 The client compiles the repository's copies of upstream's generated.proto (protos/k8s/) with grpcio-tools
 into its own descriptor pool, as any non-Go client would; it never imports dramock's generated modules.
-For each kind in v1 and in resource.k8s.io/v1beta2 it creates, gets, lists, updates, watches and deletes
-(with a protobuf DeleteOptions body), decodes every answer and compares it field by field with the JSON
-view of the same object.
+For each stored kind (every group's v1, and resource.k8s.io/v1beta2) it creates, gets, lists, updates,
+watches and deletes (with a protobuf DeleteOptions body), decodes every answer and compares it field by field
+with the JSON view of the same object; the scale subresource and the create-only reviews are spoken in
+protobuf too. The kind list is checked against the registry, so a new stored kind must join it.
 """
 
 from __future__ import annotations
@@ -30,7 +31,10 @@ META = "k8s.io.apimachinery.pkg.apis.meta.v1"
 PACKAGES = {"v1": "k8s.io.api.core.v1", "resource.k8s.io/v1": "k8s.io.api.resource.v1",
             "resource.k8s.io/v1beta2": "k8s.io.api.resource.v1beta2",
             "coordination.k8s.io/v1": "k8s.io.api.coordination.v1", "events.k8s.io/v1": "k8s.io.api.events.v1",
-            "apidiscovery.k8s.io/v2": "k8s.io.api.apidiscovery.v2"}
+            "apidiscovery.k8s.io/v2": "k8s.io.api.apidiscovery.v2", "apps/v1": "k8s.io.api.apps.v1",
+            "batch/v1": "k8s.io.api.batch.v1", "autoscaling/v1": "k8s.io.api.autoscaling.v1",
+            "authentication.k8s.io/v1": "k8s.io.api.authentication.v1",
+            "authorization.k8s.io/v1": "k8s.io.api.authorization.v1"}
 
 
 class Messages:
@@ -228,6 +232,43 @@ def resource_kinds(v: str) -> list[tuple[str, str, str, bool, dict, tuple[str, o
     ]
 
 
+def pod_template(app: str) -> dict:
+    return {"metadata": {"labels": {"app": app}},
+            "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": q("10m")}}}],
+                     "restartPolicy": "Always"}}
+
+
+def workload_kinds() -> list[tuple[str, str, str, bool, dict, tuple[str, object]]]:
+    """apps/v1 and batch/v1 (the bare apiserver runs no controllers, so nothing else touches them)."""
+    selector = {"matchLabels": {"app": "pb"}}
+    job_template = pod_template("pb")
+    job_template["spec"]["restartPolicy"] = "Never"
+    return [
+        ("apps/v1", "Deployment", "deployments", True,
+         {"spec": {"replicas": 2, "selector": selector, "template": pod_template("pb"),
+                   "strategy": {"type": "RollingUpdate",
+                                "rollingUpdate": {"maxSurge": {"type": 1, "strVal": "50%"}}}}},
+         ("spec.replicas", 3)),
+        ("apps/v1", "ReplicaSet", "replicasets", True,
+         {"spec": {"replicas": 0, "selector": selector, "template": pod_template("pb")}},
+         ("spec.replicas", 1)),
+        ("apps/v1", "DaemonSet", "daemonsets", True,
+         {"spec": {"selector": selector, "template": pod_template("pb")}},
+         ("spec.minReadySeconds", 5)),
+        ("apps/v1", "StatefulSet", "statefulsets", True,
+         {"spec": {"replicas": 1, "serviceName": "pb", "selector": selector, "template": pod_template("pb"),
+                   "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+                       "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": q("1Gi")}}}}]}},
+         ("spec.replicas", 2)),
+        ("apps/v1", "ControllerRevision", "controllerrevisions", True,
+         {"data": {"raw": b'{"spec":{"template":{"metadata":{"labels":{"app":"pb"}}}}}'}, "revision": 1},
+         ("metadata.labels", {"rev": "1"})),
+        ("batch/v1", "Job", "jobs", True,
+         {"spec": {"backoffLimit": 0, "completions": 1, "suspend": True, "template": job_template}},
+         ("metadata.annotations", {"a": "b"})),
+    ]
+
+
 V1_KINDS = [
     ("v1", "Namespace", "namespaces", False, {}, ("metadata.annotations", {"team": "pb"})),
     ("v1", "Node", "nodes", False,
@@ -264,6 +305,11 @@ V1_KINDS = [
      {"spec": {"holderIdentity": "me", "leaseDurationSeconds": 15, "renewTime": {"seconds": 1700000000,
                                                                                  "nanos": 5000}}},
      ("spec.leaseTransitions", 1)),
+    ("v1", "Service", "services", True,
+     {"spec": {"selector": {"app": "pb"}, "ports": [{"name": "http", "port": 80, "protocol": "TCP",
+                                                     "targetPort": {"type": 1, "strVal": "http"}}]}},
+     ("spec.selector", {"app": "pb2"})),
+    *workload_kinds(),
     *resource_kinds("v1"),
 ]
 BETA_KINDS = resource_kinds("v1beta2")
@@ -572,3 +618,55 @@ def test_dry_run_answers_are_not_mistaken_for_the_stored_object(client: Client, 
     assert code == 200
     assert c.open("v1", "ConfigMap", data)[1].data["a"] == "dry"
     assert c.open("v1", "ConfigMap", c.call("GET", f"{path}/pb-dry")[2])[1].data["a"] == "stored"
+
+
+def test_the_kind_list_covers_every_stored_kind():
+    """A kind added to the registry joins the list above (its protobuf is then tested end to end)."""
+    from dramock.schemas import registry
+
+    tested = {(k[0], k[1]) for k in V1_KINDS + BETA_KINDS}
+    stored = {(k.api_version, k.kind) for k in registry.STORED_KINDS if "list" in k.verbs}
+    assert stored <= tested, f"add to V1_KINDS: {sorted(stored - tested)}"
+
+
+def test_scale_subresource_in_protobuf(client: Client, pb: Messages):
+    """`kubectl scale` reads and writes autoscaling/v1 Scale in protobuf."""
+    c = client
+    deploy = build(pb, "apps/v1", "Deployment", "pb-scaled", "pbtest",
+                   {"spec": {"replicas": 1, "selector": {"matchLabels": {"app": "s"}}, "template": pod_template("s")}})
+    assert c.call("POST", "/apis/apps/v1/namespaces/pbtest/deployments",
+                  c.envelope(deploy, "apps/v1", "Deployment"))[0] == 201
+    path = "/apis/apps/v1/namespaces/pbtest/deployments/pb-scaled/scale"
+    code, ctype, data = c.call("GET", path)
+    assert (code, ctype) == (200, PB), data[:300]
+    type_meta, scale = c.open("autoscaling/v1", "Scale", data)
+    assert type_meta == ("autoscaling/v1", "Scale")
+    assert scale.spec.replicas == 1 and scale.status.selector == "app=s"
+    scale.spec.replicas = 4
+    code, ctype, data = c.call("PUT", path, c.envelope(scale, "autoscaling/v1", "Scale"))
+    assert (code, ctype) == (200, PB), data[:300]
+    assert c.open("autoscaling/v1", "Scale", data)[1].spec.replicas == 4
+    assert c.json("/apis/apps/v1/namespaces/pbtest/deployments/pb-scaled")["spec"]["replicas"] == 4
+
+
+@pytest.mark.parametrize("api_version,kind,plural,body", [
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews",
+     {"spec": {"resourceAttributes": {"verb": "delete", "resource": "nodes"}}}),
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews", {"spec": {"namespace": "pbtest"}}),
+    ("authentication.k8s.io/v1", "SelfSubjectReview", "selfsubjectreviews", {}),
+])
+def test_self_reviews_in_protobuf(client: Client, pb: Messages, api_version, kind, plural, body):
+    """`kubectl auth can-i` and `kubectl auth whoami` post their reviews in protobuf and read the answer so."""
+    c = client
+    review = pb.kind(api_version, kind)()
+    json_format.ParseDict(body, review)
+    code, ctype, data = c.call("POST", f"/apis/{api_version}/{plural}", c.envelope(review, api_version, kind))
+    assert (code, ctype) == (201, PB), data[:300]
+    type_meta, answer = c.open(api_version, kind, data)
+    assert type_meta == (api_version, kind)
+    if kind == "SelfSubjectAccessReview":
+        assert answer.status.allowed and answer.spec.resourceAttributes.verb == "delete"
+    elif kind == "SelfSubjectRulesReview":
+        assert any("*" in r.verbs for r in answer.status.resourceRules)
+    else:
+        assert answer.status.userInfo.username == "system:unsecured"

@@ -38,8 +38,9 @@ def _keeps_zero(definition: str, prop: str) -> bool | None:
     protobuf contract has no such field."""
     message = _proto_name(definition)
     desc = descriptor_pool.Default().FindMessageTypeByName(message)
-    if prop in desc.fields_by_name:
-        return f"{message}.{prop}" in gojson.KEEP_ZERO
+    for f in desc.fields:
+        if gojson.JSON_NAMES.get(f"{message}.{f.name}", f.name) == prop:  # BoundObjectReference's uID is uid
+            return f"{message}.{f.name}" in gojson.KEEP_ZERO
     for f in desc.fields:  # a member of an inlined struct
         if f"{message}.{f.name}" in gojson.INLINE and prop in f.message_type.fields_by_name:
             return f"{f.message_type.full_name}.{prop}" in gojson.KEEP_ZERO
@@ -112,6 +113,8 @@ def object_of(definition: str, depth: int = 0, keep_empty: bool = True, top: boo
         if depth > 8 and defs.ref_name(schema) not in (None, TIME, MICRO_TIME, QUANTITY, INT_OR_STRING):
             continue  # keep deep trees small
         keep_zero = _keeps_zero(definition, prop)
+        if keep_zero is None and prop in ("apiVersion", "kind"):
+            continue  # an embedded object's TypeMeta (StatefulSet volumeClaimTemplates) is not on the wire
         if keep_zero is None:
             assert f"{definition}.{prop}" in NOT_IN_PROTOBUF, f"{definition}.{prop} has no protobuf field"
             continue
@@ -120,8 +123,18 @@ def object_of(definition: str, depth: int = 0, keep_empty: bool = True, top: boo
     return strategy if keep_empty else strategy.filter(bool)
 
 
+# Kinds with contracts that are not registry entries: the scale subresource's body, and the kinds whose
+# serving is under way elsewhere (RBAC, token and subject access reviews).
+_MORE_KINDS = [("autoscaling", "v1", "Scale"),
+               *(("rbac.authorization.k8s.io", "v1", k) for k in ("Role", "ClusterRole", "RoleBinding",
+                                                                  "ClusterRoleBinding")),
+               ("authentication.k8s.io", "v1", "TokenReview"), ("authentication.k8s.io", "v1", "TokenRequest"),
+               ("authorization.k8s.io", "v1", "SubjectAccessReview"),
+               ("authorization.k8s.io", "v1", "LocalSubjectAccessReview")]
+
+
 def _served_kinds() -> list[tuple[str, str, str]]:
-    out = []
+    out = [(f"{g}/{v}", k, defs.kind_definition(g, v, k)) for g, v, k in _MORE_KINDS]
     for group in sorted({k.group for k in registry.KINDS}):
         for version in ("v1", "v1beta2", "v1beta1", "v1alpha3"):
             for k in registry.KINDS:

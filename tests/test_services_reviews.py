@@ -82,3 +82,25 @@ def test_auth_can_i_and_whoami(api):
     assert code == 422 and err["reason"] == "Invalid"
     # Create-only: nothing is stored, nothing to list.
     assert api.request("GET", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")[0] == 405
+
+
+def test_kubectl_typed_commands_speak_protobuf(api):
+    """kubectl's typed clients send and accept protobuf: `create service`, `create deployment`, `create job`,
+    `scale` (autoscaling/v1 Scale) all work against the server's protobuf encodings (-v=8 shows the type)."""
+    out = api.kubectl("-v=8", "create", "service", "clusterip", "pbsvc", "--tcp=80:8080")
+    assert out.returncode == 0, out.stderr
+    assert "application/vnd.kubernetes.protobuf" in out.stderr
+    svc = api.request("GET", "/api/v1/namespaces/default/services/pbsvc")[2]
+    assert svc["spec"]["ports"][0]["port"] == 80 and svc["spec"]["ports"][0]["targetPort"] == 8080
+    assert svc["spec"]["selector"] == {"app": "pbsvc"} and svc["spec"]["clusterIP"].startswith("10.100.0.")
+    out = api.kubectl("create", "deployment", "pbdep", "--image=busybox", "--replicas=1")
+    assert out.returncode == 0, out.stderr
+    out = api.kubectl("scale", "deployment/pbdep", "--replicas=3")
+    assert out.returncode == 0, out.stderr
+    assert api.request("GET", "/apis/apps/v1/namespaces/default/deployments/pbdep")[2]["spec"]["replicas"] == 3
+    out = api.kubectl("create", "job", "pbjob", "--image=busybox")
+    assert out.returncode == 0, out.stderr
+    job = api.request("GET", "/apis/batch/v1/namespaces/default/jobs/pbjob")[2]
+    assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"
+    out = api.kubectl("auth", "can-i", "list", "deployments.apps", "-v=8")
+    assert out.stdout.strip() == "yes" and "application/vnd.kubernetes.protobuf" in out.stderr

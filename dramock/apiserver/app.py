@@ -454,8 +454,7 @@ class APIServer:
 
     def _bind(self, call: Call, body: bytes, content_type: str) -> Result:
         """pods/binding: set spec.nodeName of an unbound pod (what the scheduler calls)."""
-        doc, _ = codec.parse_document(body, content_type or codec.JSON) if codec.media_type(content_type) != \
-            codec.PROTOBUF else (protobuf.decode(body), [])
+        doc, _ = codec.parse_body(body, content_type)
         codec.check_types(doc, "io.k8s.api.core.v1.Binding", "Binding", "v1")
         target = (doc.get("target") or {}).get("name")
         name = (doc.get("metadata") or {}).get("name") or call.name

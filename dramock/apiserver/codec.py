@@ -59,6 +59,14 @@ def parse_document(body: bytes, content_type: str, kind: Kind | None = None) -> 
                              f"({_summary(body)})")
 
 
+def parse_body(body: bytes, content_type: str) -> tuple[Any, list[str]]:
+    """A subresource's body (a Binding, a Scale) as any client sends it: JSON, YAML or protobuf; not yet
+    type-checked. Returns (value, duplicate field paths)."""
+    if media_type(content_type) == PROTOBUF:
+        return protobuf.decode(body), []
+    return parse_document(body, content_type or JSON)
+
+
 def _short(e: Exception) -> str:
     return str(e).splitlines()[0] if str(e) else type(e).__name__
 

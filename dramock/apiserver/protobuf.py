@@ -12,6 +12,7 @@ One mapper turns a message into the dict its JSON encoding gives and back, with 
   out empty are dropped; pointer structs (`emptyDir: {}`) stay. Repeated fields and maps have no
   presence: empty ones are absent.
 - Embedded structs (`json:",inline"`, gojson.INLINE) merge into the parent's JSON object.
+- Messages generated for Go slice types (`Verbs`, `ExtraValue`; gojson.SLICE_WRAPPERS) are their list.
 
 A body is the magic `k8s\\x00` and a `runtime.Unknown` envelope whose `raw` holds the object's message.
 A watch stream (`;stream=watch`) is 4-byte big-endian length-prefixed frames, each a bare `WatchEvent`
@@ -28,6 +29,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from importlib import import_module
+from pathlib import Path
 from typing import Any
 
 from google.protobuf import descriptor_pool, message_factory
@@ -37,14 +40,6 @@ from google.protobuf.unknown_fields import UnknownFieldSet
 
 from ..errors import APIError, bad_request, internal
 from .pb import gojson
-from .pb.k8s.io.api.apidiscovery.v2 import generated_pb2 as _apidiscovery_v2  # noqa: F401 (registers)
-from .pb.k8s.io.api.coordination.v1 import generated_pb2 as _coordination_v1  # noqa: F401
-from .pb.k8s.io.api.core.v1 import generated_pb2 as _core_v1  # noqa: F401
-from .pb.k8s.io.api.events.v1 import generated_pb2 as _events_v1  # noqa: F401
-from .pb.k8s.io.api.resource.v1 import generated_pb2 as _resource_v1  # noqa: F401
-from .pb.k8s.io.api.resource.v1alpha3 import generated_pb2 as _resource_v1alpha3  # noqa: F401
-from .pb.k8s.io.api.resource.v1beta1 import generated_pb2 as _resource_v1beta1  # noqa: F401
-from .pb.k8s.io.api.resource.v1beta2 import generated_pb2 as _resource_v1beta2  # noqa: F401
 from .pb.k8s.io.apimachinery.pkg.apis.meta.v1 import generated_pb2 as meta_v1
 from .pb.k8s.io.apimachinery.pkg.runtime import generated_pb2 as runtime_pb
 
@@ -55,8 +50,7 @@ WATCH_MEDIA_TYPE = MEDIA_TYPE + ";stream=watch"
 MAGIC = b"k8s\x00"
 
 _META = "k8s.io.apimachinery.pkg.apis.meta.v1"
-_TIME, _MICRO_TIME, _DURATION, _FIELDS_V1, _VERBS = (
-    f"{_META}.{n}" for n in ("Time", "MicroTime", "Duration", "FieldsV1", "Verbs"))
+_TIME, _MICRO_TIME, _DURATION, _FIELDS_V1 = (f"{_META}.{n}" for n in ("Time", "MicroTime", "Duration", "FieldsV1"))
 _QUANTITY = "k8s.io.apimachinery.pkg.api.resource.Quantity"
 _INT_OR_STRING = "k8s.io.apimachinery.pkg.util.intstr.IntOrString"
 _RAW_EXTENSION = "k8s.io.apimachinery.pkg.runtime.RawExtension"
@@ -64,7 +58,11 @@ _RAW_EXTENSION = "k8s.io.apimachinery.pkg.runtime.RawExtension"
 # API group -> protobuf package prefix (the version is appended).
 _PACKAGES = {"": "k8s.io.api.core", "resource.k8s.io": "k8s.io.api.resource",
              "coordination.k8s.io": "k8s.io.api.coordination", "events.k8s.io": "k8s.io.api.events",
-             "apidiscovery.k8s.io": "k8s.io.api.apidiscovery", "meta.k8s.io": "k8s.io.apimachinery.pkg.apis.meta"}
+             "apidiscovery.k8s.io": "k8s.io.api.apidiscovery", "meta.k8s.io": "k8s.io.apimachinery.pkg.apis.meta",
+             "apps": "k8s.io.api.apps", "batch": "k8s.io.api.batch", "autoscaling": "k8s.io.api.autoscaling",
+             "authentication.k8s.io": "k8s.io.api.authentication",
+             "authorization.k8s.io": "k8s.io.api.authorization",
+             "rbac.authorization.k8s.io": "k8s.io.api.rbac"}
 # meta/v1 kinds every group version registers (metav1.AddToGroupVersion), whatever apiVersion names them.
 # The legacy discovery documents are meta/v1 types as well.
 _META_KINDS = frozenset({"Status", "DeleteOptions", "WatchEvent", "ListOptions", "GetOptions", "CreateOptions",
@@ -72,6 +70,16 @@ _META_KINDS = frozenset({"Status", "DeleteOptions", "WatchEvent", "ListOptions",
                          "APIResourceList"})
 
 _POOL = descriptor_pool.Default()
+
+
+def _register_contracts() -> None:
+    """Import every compiled contract under pb/k8s: importing a module adds its messages to the pool."""
+    root = Path(__file__).resolve().parent / "pb"
+    for module in sorted((root / "k8s").rglob("generated_pb2.py")):
+        import_module(f"{__package__}.pb." + ".".join(module.relative_to(root).with_suffix("").parts))
+
+
+_register_contracts()
 
 
 def message_class(api_version: str, kind: str) -> type[Message] | None:
@@ -359,6 +367,12 @@ def _set_quantity(msg: Message, value: Any, path: str) -> None:
     msg.string = value if isinstance(value, str) else json.dumps(value)
 
 
+def _slice_from_json(msg: Message, value: Any, path: str) -> None:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise bad_request(f"{path}: expected a list of strings")
+    msg.items.extend(value)
+
+
 _SPECIAL_TO_JSON: dict[str, Callable[[Any, str], Any]] = {
     _TIME: _time_to_json,
     _MICRO_TIME: lambda m, p: _time_to_json(m, p, micro=True),
@@ -367,7 +381,8 @@ _SPECIAL_TO_JSON: dict[str, Callable[[Any, str], Any]] = {
     _INT_OR_STRING: lambda m, _p: _text(m.strVal) if m.type == 1 else m.intVal,
     _RAW_EXTENSION: lambda m, p: _raw_json_to_json(m.raw, p),
     _FIELDS_V1: lambda m, p: _raw_json_to_json(m.Raw, p),
-    _VERBS: lambda m, _p: [_text(v) for v in m.items],  # Go's `Verbs []string`
+    # Go slice types (`Verbs []string`, `ExtraValue []string`): the bare list.
+    **{w: lambda m, _p: [_text(v) for v in m.items] for w in gojson.SLICE_WRAPPERS},
 }
 _SPECIAL_FROM_JSON: dict[str, Callable[[Any, Any, str], None]] = {
     _TIME: _time_from_json,
@@ -377,7 +392,7 @@ _SPECIAL_FROM_JSON: dict[str, Callable[[Any, Any, str], None]] = {
     _INT_OR_STRING: _int_or_string_from_json,
     _RAW_EXTENSION: lambda m, v, _p: setattr(m, "raw", _dumps(v)),
     _FIELDS_V1: lambda m, v, _p: setattr(m, "Raw", _dumps(v)),
-    _VERBS: lambda m, v, _p: m.items.extend(v),
+    **{w: lambda m, v, p: _slice_from_json(m, v, p) for w in gojson.SLICE_WRAPPERS},
 }
 
 

@@ -34,9 +34,10 @@ def handle(rest: Rest, call: Call, verb: str, body: bytes, content_type: str) ->
         return Result(to_scale(current))
     scale = to_scale(current)
     if verb == "update":
-        doc, _ = codec.parse_document(body, content_type or codec.JSON)
+        doc, _ = codec.parse_body(body, content_type)  # kubectl scale sends protobuf
         if not isinstance(doc, dict):
             raise errors.bad_request("the body of the request was in an unknown format")
+        codec.check_types(doc, SCALE, "Scale", "v1")
         scale = doc
     elif verb == "patch":
         mt = codec.media_type(content_type)

@@ -7,11 +7,13 @@ What it takes over is the wire contract only, as facts: packages, messages, fiel
 types from each `generated.proto` (comments and prose are left behind), trimmed to the messages the
 served kinds reach. core/v1 is large, so it is cut to the closure of the kinds dramock serves.
 
-From the Go types (`types.go` and friends) it takes the three facts protobuf cannot carry and the JSON
-form depends on, writing them to dramock/apiserver/pb/gojson.py:
+From the Go types (`types.go` and friends) it takes the facts protobuf cannot carry and the JSON form
+depends on, writing them to dramock/apiserver/pb/gojson.py:
   - a field's JSON name where it differs from its protobuf name,
   - fields embedded with `json:",inline"` (their members sit in the parent's JSON object),
-  - fields whose zero value JSON keeps: Go pointers, and tags without `omitempty`.
+  - fields whose zero value JSON keeps: Go pointers, and tags without `omitempty`,
+  - messages that only wrap a Go slice type (`+protobuf.nullable=true`, e.g. `type ExtraValue []string`):
+    on the wire `{items: [...]}`, in JSON the bare list.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ FACTS = HERE.parent.parent / "dramock" / "apiserver" / "pb" / "gojson.py"
 API, MACHINERY = 0, 1
 CORE_ROOTS = ["Namespace", "NamespaceList", "Node", "NodeList", "Pod", "PodList", "ResourceQuota",
               "ResourceQuotaList", "Event", "EventList", "ConfigMap", "ConfigMapList", "Secret", "SecretList",
-              "ServiceAccount", "ServiceAccountList", "Binding"]
+              "ServiceAccount", "ServiceAccountList", "Binding", "Service", "ServiceList"]
 SOURCES = [
     (MACHINERY, "pkg/runtime/generated.proto", "pkg/runtime", None),
     (MACHINERY, "pkg/runtime/schema/generated.proto", "pkg/runtime/schema", None),
@@ -43,10 +45,19 @@ SOURCES = [
     (API, "resource/v1beta1/generated.proto", "resource/v1beta1", None),
     (API, "resource/v1alpha3/generated.proto", "resource/v1alpha3", None),
     (API, "apidiscovery/v2/generated.proto", "apidiscovery/v2", None),  # aggregated discovery
+    (API, "apps/v1/generated.proto", "apps/v1", None),
+    (API, "batch/v1/generated.proto", "batch/v1", None),
+    (API, "scheduling/v1alpha3/generated.proto", "scheduling/v1alpha3", []),  # what batch/v1 Job refers to
+    (API, "autoscaling/v1/generated.proto", "autoscaling/v1", ["Scale"]),  # the scale subresource
+    (API, "authentication/v1/generated.proto", "authentication/v1", None),
+    (API, "authorization/v1/generated.proto", "authorization/v1", None),
+    (API, "rbac/v1/generated.proto", "rbac/v1", None),
 ]
 IMPORT_PREFIX = ("k8s.io/api/", "k8s.io/apimachinery/")
 
 _MESSAGE = re.compile(r"^message (\w+) \{$")
+# A message generated for a Go slice type: its comment carries this marker (other markers may follow).
+_SLICE_WRAPPER = re.compile(r"^// \+protobuf\.nullable=true\n(?://[^\n]*\n)*message (\w+) \{", re.M)
 _FIELD = re.compile(r"^\s*(optional|repeated)?\s*(map<\s*\w+\s*,\s*[\w.]+\s*>|[\w.]+)\s+(\w+)\s*=\s*(\d+)\s*;")
 
 
@@ -121,9 +132,12 @@ def go_structs(repo: Path, pkg_dir: str) -> dict[str, list[tuple[str, str, str]]
 def main(api: Path, machinery: Path, gnostic: Path) -> int:
     repos = [api, machinery]
     parsed = {}  # upstream import path -> (package, imports, messages)
+    slice_wrappers = set()  # fully qualified
     for idx, path, _pkg, _roots in SOURCES:
         prefix = "k8s.io/api/" if idx == API else "k8s.io/apimachinery/"
-        parsed[prefix + path] = parse_proto(show(repos[idx], path))
+        text = show(repos[idx], path)
+        parsed[prefix + path] = parse_proto(text)
+        slice_wrappers |= {f"{parsed[prefix + path][0]}.{m}" for m in _SLICE_WRAPPER.findall(text)}
     by_package = {pkg: key for key, (pkg, _, _) in parsed.items()}
 
     # Which messages each file keeps: its roots' closure across every file (None roots: all of them).
@@ -180,6 +194,12 @@ def main(api: Path, machinery: Path, gnostic: Path) -> int:
                 if go_type.startswith("*") or "omitempty" not in opts:
                     keep_zero.append(full)
 
+    wrappers = [w for w in slice_wrappers if w.rsplit(".", 1)[1] in keep[by_package[w.rsplit(".", 1)[0]]]]
+    for w in wrappers:  # the JSON mapper relies on this shape
+        package, name = w.rsplit(".", 1)
+        assert [m.group(2, 3) for m in map(_FIELD.match, parsed[by_package[package]][2][name])] == [
+            ("string", "items")], f"{w}: not a []string wrapper"
+
     spec = "openapiv2/OpenAPIv2.proto"
     text = re.sub(r"/\*.*?\*/|//[^\n]*", "", show(gnostic, spec), flags=re.S)
     text = re.sub(r"\n\s*\n+", "\n", text)
@@ -195,7 +215,9 @@ def main(api: Path, machinery: Path, gnostic: Path) -> int:
         "# JSON names that differ from the protobuf field name.\n"
         "JSON_NAMES = {\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in sorted(renamed.items())) + "}\n\n"
         "# Zero values JSON keeps (Go pointers, and tags without omitempty).\n"
-        "KEEP_ZERO = frozenset([\n" + "".join(f"    {f!r},\n" for f in sorted(keep_zero)) + "])\n")
+        "KEEP_ZERO = frozenset([\n" + "".join(f"    {f!r},\n" for f in sorted(keep_zero)) + "])\n\n"
+        "# Messages wrapping a Go slice type (`type ExtraValue []string`): JSON is the bare `items` list.\n"
+        "SLICE_WRAPPERS = frozenset([\n" + "".join(f"    {f!r},\n" for f in sorted(wrappers)) + "])\n")
     return 0
 
 
