@@ -324,10 +324,15 @@ def test_terminal_pods_release_compute_but_not_count(srv):
     assert code == 201, body
     code, body = _pod(srv, ns, "b", [{}])
     _assert_forbidden(code, body, "exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1")
-    pod = body_of(srv, f"/api/v1/namespaces/{ns}/pods/a")
-    pod["status"]["phase"] = "Succeeded"
-    code, _, body = srv.request("PUT", f"/api/v1/namespaces/{ns}/pods/a/status", pod)
-    assert code == 200, body
+
+    def finish() -> bool:  # read-modify-write: the scheduler may write the pod's conditions meanwhile (409)
+        pod = body_of(srv, f"/api/v1/namespaces/{ns}/pods/a")
+        pod["status"]["phase"] = "Succeeded"
+        code, _, body = srv.request("PUT", f"/api/v1/namespaces/{ns}/pods/a/status", pod)
+        assert code in (200, 409), body
+        return code == 200
+
+    wait_for(finish, 10, what="the pod's status update")
     _wait_used(srv, ns, {"pods": 0, "count/pods": 1})
     code, body = _pod(srv, ns, "b", [{}])
     assert code == 201, body
