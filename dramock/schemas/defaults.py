@@ -166,31 +166,28 @@ def replica_set(obj: Obj) -> None:
     _workload_spec(obj).setdefault("replicas", 1)
 
 
-def daemon_set(obj: Obj) -> None:
-    spec = _workload_spec(obj)
+def _update_strategy(spec: Obj, **rolling_update: Any) -> None:
+    """updateStrategy defaults to RollingUpdate, whose parameters default to `rolling_update`."""
     strategy = spec.setdefault("updateStrategy", {})
     if isinstance(strategy, dict):
         strategy.setdefault("type", "RollingUpdate")
         if strategy["type"] == "RollingUpdate":
             ru = strategy.setdefault("rollingUpdate", {})
             if isinstance(ru, dict):
-                ru.setdefault("maxUnavailable", 1)
-                ru.setdefault("maxSurge", 0)
+                for key, value in rolling_update.items():
+                    ru.setdefault(key, value)
     spec.setdefault("revisionHistoryLimit", 10)
+
+
+def daemon_set(obj: Obj) -> None:
+    _update_strategy(_workload_spec(obj), maxUnavailable=1, maxSurge=0)
 
 
 def stateful_set(obj: Obj) -> None:
     spec = _workload_spec(obj)
     spec.setdefault("replicas", 1)
     spec.setdefault("podManagementPolicy", "OrderedReady")
-    strategy = spec.setdefault("updateStrategy", {})
-    if isinstance(strategy, dict):
-        strategy.setdefault("type", "RollingUpdate")
-        if strategy["type"] == "RollingUpdate":
-            ru = strategy.setdefault("rollingUpdate", {})
-            if isinstance(ru, dict):
-                ru.setdefault("partition", 0)
-    spec.setdefault("revisionHistoryLimit", 10)
+    _update_strategy(spec, partition=0)
     spec.setdefault("persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"})
 
 
