@@ -349,8 +349,12 @@ def test_restarted_kubelet_adopts_running_pods_and_keeps_shared_claims(cluster):
     assert node.kubelet is not None
     stop_process(node.kubelet)
     node.kubelet = node.start_kubelet()
-    wait_for(lambda: node.slices() and node.slices()[0]["spec"]["pool"]["generation"] > 1,
-             timeout=30, what="the new kubelet registered the driver")
+
+    def republished() -> bool:  # one read: the new kubelet wipes the slices before the driver republishes them
+        slices = node.slices()
+        return bool(slices) and slices[0]["spec"]["pool"]["generation"] > 1
+
+    wait_for(republished, timeout=30, what="the new kubelet registered the driver")
     # The new kubelet learns the claims of the pods it adopted: deleting one user keeps the claim prepared.
     assert server.request("DELETE", "/api/v1/namespaces/default/pods/a")[0] in (200, 202)
     wait_for(lambda: get_pod(server, "a") is None, what="pod a gone")
