@@ -80,6 +80,9 @@ def _add_server_flags(p: argparse.ArgumentParser) -> None:
                    help="the range Services' ClusterIPs are allocated from (default 10.96.0.0/12, as kube-apiserver)")
     p.add_argument("-v", "--v", type=int, default=0, dest="verbosity",
                    help="log verbosity; 4 or more logs every request")
+    from dramock.auth.flags import add_secure_flags
+
+    add_secure_flags(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -153,11 +156,18 @@ def build_parser() -> argparse.ArgumentParser:
     kc.add_argument("--server", default="", help="server URL (default http://127.0.0.1:8080)")
     kc.add_argument("--bind-address", default=DEFAULT_BIND)
     kc.add_argument("--port", type=int, default=DEFAULT_PORT)
+    from dramock.auth.flags import add_kubeconfig_flags
+
+    add_kubeconfig_flags(kc)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "kubeconfig" and (args.user or args.service_account):
+        from dramock.auth.flags import identity_kubeconfig
+
+        return identity_kubeconfig(args, _server_url(args.bind_address, args.port))
     if args.command == "kubeconfig":
         sys.stdout.write(kubeconfig_text(args.server or _server_url(args.bind_address, args.port)))
         return 0
@@ -345,6 +355,13 @@ def _run_server(args: argparse.Namespace) -> int:
                           max_mutating_requests_inflight=args.max_mutating_requests_inflight,
                           fault_rules=args.inject, fault_seed=args.inject_seed,
                           service_cluster_ip_range=args.service_cluster_ip_range)
+    from dramock.auth.flags import secure_serving
+
+    try:
+        config.security, ssl_context, secure_url = secure_serving(args)
+    except ValueError as e:
+        print(f"dramock: {e}", file=sys.stderr)
+        return 2
     server = APIServer(config)
     url = _server_url(args.bind_address, args.port)
     if args.command == "serve":
@@ -354,6 +371,9 @@ def _run_server(args: argparse.Namespace) -> int:
             f.write(kubeconfig_text(url))
         print(f"dramock {__version__} serving Kubernetes {KUBERNETES_VERSION} at {url}", flush=True)
         print(f"export KUBECONFIG={path}", flush=True)
+    if secure_url:
+        print(f"secure port (authentication, RBAC) at {secure_url}; `dramock kubeconfig --user NAME "
+              f"--data-dir {args.data_dir}` prints credentials", flush=True)
     app = server.app()
     if args.command == "serve":
         import asyncio
@@ -368,7 +388,8 @@ def _run_server(args: argparse.Namespace) -> int:
     # handler_cancellation: a watch ends as soon as its client goes away, as upstream's do. auto_decompress off:
     # kube-apiserver reads request bodies as sent (a Content-Encoding does not make them decode).
     serving.run(app, serving.ServingOptions(host=args.bind_address, port=args.port,
-                                            header_timeout=args.request_header_timeout),
+                                            header_timeout=args.request_header_timeout,
+                                            secure_port=args.secure_port, ssl_context=ssl_context),
                 access_log=None, handler_cancellation=True, auto_decompress=False)
     return 0
 
