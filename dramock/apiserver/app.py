@@ -505,6 +505,9 @@ class APIServer:
                 body = {"kind": "PartialObjectMetadata", "apiVersion": av, "metadata": body["metadata"]}
         elif not accept.yaml and result.encoded is not None:
             text = result.encoded
+        if accept.protobuf and protobuf.message_class(body.get("apiVersion", ""), body.get("kind", "")) is None \
+                and accept.json_fallback:
+            accept = codec.Accept()  # a kind without a compiled contract, to a client that also takes JSON
         if accept.protobuf:
             resp = web.Response(status=result.code, body=self.protobuf.encode(body, stored),
                                 content_type=codec.PROTOBUF)
