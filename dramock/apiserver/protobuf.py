@@ -38,9 +38,12 @@ from google.protobuf.unknown_fields import UnknownFieldSet
 from ..errors import APIError, bad_request, internal
 from .pb import gojson
 from .pb.k8s.io.api.apidiscovery.v2 import generated_pb2 as _apidiscovery_v2  # noqa: F401 (registers)
+from .pb.k8s.io.api.authentication.v1 import generated_pb2 as _authentication_v1  # noqa: F401
+from .pb.k8s.io.api.authorization.v1 import generated_pb2 as _authorization_v1  # noqa: F401
 from .pb.k8s.io.api.coordination.v1 import generated_pb2 as _coordination_v1  # noqa: F401
 from .pb.k8s.io.api.core.v1 import generated_pb2 as _core_v1  # noqa: F401
 from .pb.k8s.io.api.events.v1 import generated_pb2 as _events_v1  # noqa: F401
+from .pb.k8s.io.api.rbac.v1 import generated_pb2 as _rbac_v1  # noqa: F401
 from .pb.k8s.io.api.resource.v1 import generated_pb2 as _resource_v1  # noqa: F401
 from .pb.k8s.io.api.resource.v1alpha3 import generated_pb2 as _resource_v1alpha3  # noqa: F401
 from .pb.k8s.io.api.resource.v1beta1 import generated_pb2 as _resource_v1beta1  # noqa: F401
@@ -64,7 +67,9 @@ _RAW_EXTENSION = "k8s.io.apimachinery.pkg.runtime.RawExtension"
 # API group -> protobuf package prefix (the version is appended).
 _PACKAGES = {"": "k8s.io.api.core", "resource.k8s.io": "k8s.io.api.resource",
              "coordination.k8s.io": "k8s.io.api.coordination", "events.k8s.io": "k8s.io.api.events",
-             "apidiscovery.k8s.io": "k8s.io.api.apidiscovery", "meta.k8s.io": "k8s.io.apimachinery.pkg.apis.meta"}
+             "apidiscovery.k8s.io": "k8s.io.api.apidiscovery", "meta.k8s.io": "k8s.io.apimachinery.pkg.apis.meta",
+             "rbac.authorization.k8s.io": "k8s.io.api.rbac", "authentication.k8s.io": "k8s.io.api.authentication",
+             "authorization.k8s.io": "k8s.io.api.authorization"}
 # meta/v1 kinds every group version registers (metav1.AddToGroupVersion), whatever apiVersion names them.
 # The legacy discovery documents are meta/v1 types as well.
 _META_KINDS = frozenset({"Status", "DeleteOptions", "WatchEvent", "ListOptions", "GetOptions", "CreateOptions",

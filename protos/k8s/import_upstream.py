@@ -43,6 +43,9 @@ SOURCES = [
     (API, "resource/v1beta1/generated.proto", "resource/v1beta1", None),
     (API, "resource/v1alpha3/generated.proto", "resource/v1alpha3", None),
     (API, "apidiscovery/v2/generated.proto", "apidiscovery/v2", None),  # aggregated discovery
+    (API, "rbac/v1/generated.proto", "rbac/v1", None),  # the secure port's RBAC kinds
+    (API, "authentication/v1/generated.proto", "authentication/v1", None),  # SelfSubjectReview, TokenRequest
+    (API, "authorization/v1/generated.proto", "authorization/v1", None),  # access and rules reviews
 ]
 IMPORT_PREFIX = ("k8s.io/api/", "k8s.io/apimachinery/")
 
