@@ -61,6 +61,8 @@ _META = "k8s.io.apimachinery.pkg.apis.meta.v1"
 _TIME, _MICRO_TIME, _DURATION, _FIELDS_V1, _VERBS = (
     f"{_META}.{n}" for n in ("Time", "MicroTime", "Duration", "FieldsV1", "Verbs"))
 _QUANTITY = "k8s.io.apimachinery.pkg.api.resource.Quantity"
+# A user's extra values: Go's `ExtraValue []string`, a list in JSON, a message of `items` on the wire.
+_EXTRA_VALUES = ("k8s.io.api.authentication.v1.ExtraValue", "k8s.io.api.authorization.v1.ExtraValue")
 _INT_OR_STRING = "k8s.io.apimachinery.pkg.util.intstr.IntOrString"
 _RAW_EXTENSION = "k8s.io.apimachinery.pkg.runtime.RawExtension"
 
@@ -373,6 +375,7 @@ _SPECIAL_TO_JSON: dict[str, Callable[[Any, str], Any]] = {
     _RAW_EXTENSION: lambda m, p: _raw_json_to_json(m.raw, p),
     _FIELDS_V1: lambda m, p: _raw_json_to_json(m.Raw, p),
     _VERBS: lambda m, _p: [_text(v) for v in m.items],  # Go's `Verbs []string`
+    **{e: (lambda m, _p: [_text(v) for v in m.items]) for e in _EXTRA_VALUES},  # Go's `ExtraValue []string`
 }
 _SPECIAL_FROM_JSON: dict[str, Callable[[Any, Any, str], None]] = {
     _TIME: _time_from_json,
@@ -383,6 +386,7 @@ _SPECIAL_FROM_JSON: dict[str, Callable[[Any, Any, str], None]] = {
     _RAW_EXTENSION: lambda m, v, _p: setattr(m, "raw", _dumps(v)),
     _FIELDS_V1: lambda m, v, _p: setattr(m, "Raw", _dumps(v)),
     _VERBS: lambda m, v, _p: m.items.extend(v),
+    **{e: (lambda m, v, _p: m.items.extend(v)) for e in _EXTRA_VALUES},
 }
 
 
