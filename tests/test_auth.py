@@ -165,9 +165,9 @@ def test_rbac_escalation_is_refused(secure):
     # ... more is not.
     res = secure.kubectl(dev, "create", "role", "secret-reader", "-n", "default", "--verb=get", "--resource=secrets")
     assert res.returncode == 1
-    assert ('roles.rbac.authorization.k8s.io "secret-reader" is forbidden: user "dev" (groups=["system:authenticated"]) '
-            'is attempting to grant RBAC permissions not currently held:\n{APIGroups:[""], Resources:["secrets"], '
-            'Verbs:["get"]}') in res.stderr
+    assert ('roles.rbac.authorization.k8s.io "secret-reader" is forbidden: user "dev" '
+            '(groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:\n'
+            '{APIGroups:[""], Resources:["secrets"], Verbs:["get"]}') in res.stderr
     res = secure.kubectl(dev, "create", "rolebinding", "take-over", "-n", "default", "--clusterrole=cluster-admin",
                          "--user=dev")
     assert res.returncode == 1 and "is attempting to grant RBAC permissions not currently held" in res.stderr
@@ -181,7 +181,6 @@ def test_rbac_escalation_is_refused(secure):
 
 
 def test_node_identity_is_restricted_to_its_own_objects(secure):
-    admin = secure.kubeconfig("--user", "root", "--group", "system:masters")
     node1 = secure.kubeconfig("--user", "system:node:node-1", "--group", "system:nodes")
     for name in ("node-1", "node-2"):
         code, _, body = secure.server.request("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node",
@@ -240,7 +239,8 @@ def test_example_driver_with_exactly_its_cluster_role(secure, with_status_rule):
                       (f"{RBAC}/clusterrolebindings",
                        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
                         "metadata": {"name": "gpu-driver"},
-                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "gpu-driver"},
+                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                    "name": "gpu-driver"},
                         "subjects": [{"kind": "ServiceAccount", "name": "gpu-driver", "namespace": "kube-system"}]})):
         code, _, body = server.request("POST", path, obj)
         assert code == 201, body
