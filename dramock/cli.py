@@ -380,7 +380,7 @@ def _run_server(args: argparse.Namespace) -> int:
 
         stop = asyncio.Event()
         app.cleanup_ctx.append(_components(url, args.nodes, args.data_dir, gates, stop, args.example_driver,
-                                           binding_timeout))
+                                           binding_timeout, secure_url))
 
         async def stop_components(_app) -> None:  # before the server waits for open requests to finish
             stop.set()
@@ -421,7 +421,7 @@ def _node_root(data_dir: str, node: str, create: bool = True) -> str | None:
 
 
 def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool], stop, example_driver: bool = True,
-                binding_timeout: float = 0.0):
+                binding_timeout: float = 0.0, secure_url: str = ""):
     """The bundled components of `serve`: API clients of the server over HTTP, as the real ones are.
     The controller manager, the scheduler, and per simulated node a kubelet shim with the example driver."""
     import asyncio
@@ -431,14 +431,21 @@ def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool], sto
     from dramock.controllers.manager import ControllerManager
 
     async def ctx(_app):
-        client = Client(url, f"dramock-controller-manager/{__version__}")
+        # With the secure port, each component is its own user there (dramock.auth.identities).
+        ids = None
+        if secure_url:
+            from dramock.auth.identities import ComponentIdentities
+
+            ids = ComponentIdentities(secure_url, data_dir)
+        client = Client(ids.controller_manager() if ids else url, f"dramock-controller-manager/{__version__}")
         from dramock.scheduler.loop import run_scheduler
 
         tasks = [_component_task(ControllerManager(client).run(stop)),
-                 _component_task(run_scheduler(url, stop, gates=gates, user_agent=f"dramock-scheduler/{__version__}",
+                 _component_task(run_scheduler(ids.scheduler() if ids else url, stop, gates=gates,
+                                               user_agent=f"dramock-scheduler/{__version__}",
                                                binding_timeout=binding_timeout))]
         if nodes > 0:
-            tasks.append(_component_task(_start_nodes(url, nodes, data_dir, stop, tasks, example_driver)))
+            tasks.append(_component_task(_start_nodes(url, nodes, data_dir, stop, tasks, example_driver, ids)))
         yield
         stop.set()
         for t in tasks:
@@ -467,7 +474,8 @@ def _component_task(coro):
     return task
 
 
-async def _start_nodes(url: str, nodes: int, data_dir: str, stop, tasks: list, example_driver: bool) -> None:
+async def _start_nodes(url: str, nodes: int, data_dir: str, stop, tasks: list, example_driver: bool,
+                       ids=None) -> None:
     """Once the server answers: install the example DeviceClass and start a kubelet shim plus the example
     driver per node (they register and publish over HTTP like real ones)."""
     import asyncio
@@ -475,16 +483,17 @@ async def _start_nodes(url: str, nodes: int, data_dir: str, stop, tasks: list, e
     import aiohttp
 
     from dramock.client.rest import Client
-    from dramock.kubelet.exampledriver import install_device_class, run_driver
+    from dramock.kubelet.exampledriver import install_device_class
     from dramock.kubelet.kubelet import KubeletConfig, run_kubelet
     from dramock.kubelet.node import NodeConfig
 
+    admin = ids.admin() if ids else url
     while not stop.is_set():  # components start before the server listens
         try:
             if example_driver:
-                await install_device_class(url, EXAMPLE_DRIVER)
+                await install_device_class(admin, EXAMPLE_DRIVER)
             else:
-                probe = Client(url, "dramock-serve/probe")
+                probe = Client(admin, "dramock-serve/probe")
                 try:
                     await probe.request("GET", "/version")
                 finally:
@@ -496,8 +505,28 @@ async def _start_nodes(url: str, nodes: int, data_dir: str, stop, tasks: list, e
         name = f"node-{i}"
         root = _node_root(data_dir, name)
         assert root is not None
-        tasks.append(_component_task(run_kubelet(url, KubeletConfig(node=NodeConfig(name=name), root_dir=root), stop)))
+        tasks.append(_component_task(run_kubelet(ids.kubelet(name) if ids else url,
+                                                 KubeletConfig(node=NodeConfig(name=name), root_dir=root), stop)))
         if not example_driver:
             continue
-        tasks.append(_component_task(run_driver(url, name, driver=EXAMPLE_DRIVER, devices=EXAMPLE_GPUS_PER_NODE,
-                                                root_dir=root, stop=stop)))
+        tasks.append(_component_task(_run_example_driver(url, admin, ids, name, root, stop)))
+
+
+async def _run_example_driver(url: str, admin, ids, node: str, root: str, stop) -> None:
+    """The example driver of one node: under `serve`'s secure port with a ServiceAccount token bound to its node
+    (issued once the kubelet shim registered the Node), else over the plain port."""
+    import asyncio
+
+    from dramock.client.rest import APIStatusError
+    from dramock.kubelet.exampledriver import run_driver
+
+    server = url
+    while ids is not None and not stop.is_set():
+        try:
+            server = await ids.example_driver(admin, EXAMPLE_DRIVER, node)
+            break
+        except APIStatusError as e:
+            if e.code != 404:  # the Node is not there yet
+                raise
+            await asyncio.sleep(0.2)
+    await run_driver(server, node, driver=EXAMPLE_DRIVER, devices=EXAMPLE_GPUS_PER_NODE, root_dir=root, stop=stop)

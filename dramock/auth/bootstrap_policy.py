@@ -130,6 +130,8 @@ def cluster_roles() -> list[Obj]:
             rule(READ, [RESOURCE], ["resourceclaims", "resourceclaimtemplates", "deviceclasses",
                                     "resourceslices", "devicetaintrules"]),
             rule(["patch", "update"], [RESOURCE], ["resourceclaims", "resourceclaims/status"]),
+            # Claims for extended resources backed by DRA (DRAExtendedResource) are the scheduler's own.
+            rule(["create", "delete"], [RESOURCE], ["resourceclaims"]),
             rule(["update"], [RESOURCE], ["resourceclaims/binding"]),
         ]),
         role("system:kube-controller-manager", [
