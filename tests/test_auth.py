@@ -291,3 +291,32 @@ def test_example_driver_with_exactly_its_cluster_role(secure, with_status_rule):
         for p in procs:
             stop_process(p)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_serve_runs_its_components_under_their_own_identities(tmp_path):
+    """`serve` with the secure port: the scheduler, kubelet shims and the example driver are clients of the
+    secure port as system:kube-scheduler, system:node:<name> and a ServiceAccount with its own ClusterRole, and
+    a pod with a claim still runs."""
+    port = free_port()
+    server = start_server(str(tmp_path), "--secure-port", str(port), "--nodes", "1", command="serve")
+    try:
+        wait_for(lambda: server.request("GET", f"{V1}/resourceslices")[2].get("items"), timeout=60,
+                 what="the example driver's slices")
+        code, _, role = server.request("GET", f"{RBAC}/clusterroles/dramock-example-driver")
+        assert code == 200 and {"associated-node:update", "associated-node:patch"} in [
+            set(r["verbs"]) for r in role["rules"]]
+        components = sorted(os.listdir(os.path.join(server.data_dir, "pki", "components")))
+        assert {"kubelet-node-1.crt", "scheduler.crt"} <= set(components)
+        server.kubectl("apply", "-f", os.path.join(os.path.dirname(__file__), "..", "examples", "quickstart",
+                                                   "quickstart.yaml"))
+        wait_for(lambda: (server.request("GET", "/api/v1/namespaces/quickstart/pods/gpu-pod")[2].get("status")
+                          or {}).get("phase") == "Running", timeout=60, what="the quickstart pod running")
+        _, _, claim = server.request("GET", f"{V1}/namespaces/quickstart/resourceclaims/single-gpu")
+        assert [d["driver"] for d in claim["status"]["devices"]] == [DRIVER]
+        # The driver's token is a ServiceAccount's, bound to its node.
+        sa = Secure(server, port, str(tmp_path)).kubeconfig("--service-account", "kube-system/dramock-example-driver")
+        assert json.loads(subprocess.run([KUBECTL, "--kubeconfig", sa, "auth", "whoami", "-o", "json"],
+                                         capture_output=True, text=True, check=True, timeout=60).stdout)[
+            "status"]["userInfo"]["username"] == "system:serviceaccount:kube-system:dramock-example-driver"
+    finally:
+        stop(server)
