@@ -68,9 +68,13 @@ def seed_bootstrap_policy(rest, store) -> None:
 
 def token_request(security: Security, store, call: Call, body: bytes, content_type: str) -> Result:
     """serviceaccounts/token: a signed ServiceAccount JWT, bound to a Pod (and its Node) or a Node if asked."""
-    doc, _ = codec.parse_document(body, content_type or codec.JSON)
-    if not isinstance(doc, dict):
-        raise errors.bad_request("the body of the request was in an unknown format")
+    if codec.media_type(content_type) == codec.PROTOBUF:
+        from dramock.apiserver import protobuf
+
+        doc = protobuf.decode(body)
+    else:
+        doc, _ = codec.parse_document(body, content_type or codec.JSON)
+    codec.check_types(doc, "io.k8s.api.authentication.v1.TokenRequest", "TokenRequest", "v1")
     sa = store.get("serviceaccounts", f"{call.namespace}/{call.name}")
     if sa is None:
         raise errors.not_found("serviceaccounts", "", call.name or "")
