@@ -305,6 +305,17 @@ def test_serve_runs_its_components_under_their_own_identities(tmp_path):
         code, _, role = server.request("GET", f"{RBAC}/clusterroles/dramock-example-driver")
         assert code == 200 and {"associated-node:update", "associated-node:patch"} in [
             set(r["verbs"]) for r in role["rules"]]
+        # The controller manager's clusterrole-aggregation controller fills in the aggregated roles, a user's too.
+        server.request("POST", f"{RBAC}/clusterroles", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "view-gpus", "labels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+            "rules": [{"apiGroups": ["resource.k8s.io"], "resources": ["deviceclasses"], "verbs": ["get"]}]})
+
+        def view_rules():
+            rules = server.request("GET", f"{RBAC}/clusterroles/view")[2].get("rules") or []
+            return rules if any("deviceclasses" in r["resources"] for r in rules) else None
+        rules = wait_for(view_rules, timeout=30, what="the aggregated view role")
+        assert any("resourceclaims" in r["resources"] for r in rules)
         components = sorted(os.listdir(os.path.join(server.data_dir, "pki", "components")))
         assert {"kubelet-node-1.crt", "scheduler.crt"} <= set(components)
         server.kubectl("apply", "-f", os.path.join(os.path.dirname(__file__), "..", "examples", "quickstart",
