@@ -139,6 +139,15 @@ def test_can_i_list_for_a_service_account_matches_its_roles(secure):
     elsewhere = secure.kubectl(admin, "auth", "can-i", "--list", "-n", "default", "--as",
                                "system:serviceaccount:drv:plugin", check=True).stdout
     assert "resourceclaims.resource.k8s.io" not in elsewhere and "resourceslices.resource.k8s.io" in elsewhere
+    # SubjectAccessReview answers the same for anyone asked about.
+    for ns, allowed in (("drv", True), ("default", False)):
+        code, _, sar = secure.server.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": "system:serviceaccount:drv:plugin",
+                     "groups": ["system:serviceaccounts", "system:serviceaccounts:drv", "system:authenticated"],
+                     "resourceAttributes": {"namespace": ns, "verb": "list", "group": "resource.k8s.io",
+                                            "resource": "resourceclaims"}}})
+        assert code == 201 and sar["status"]["allowed"] is allowed, sar
     # The ServiceAccount's own token (TokenRequest) is that same user.
     sa = secure.kubeconfig("--service-account", "drv/plugin")
     assert secure.kubectl(sa, "auth", "can-i", "list", "resourceclaims", "-n", "drv").stdout.strip() == "yes"
