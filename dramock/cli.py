@@ -85,6 +85,9 @@ def _add_server_flags(p: argparse.ArgumentParser) -> None:
                    help="the range Services' ClusterIPs are allocated from (default 10.96.0.0/12, as kube-apiserver)")
     p.add_argument("-v", "--v", type=int, default=0, dest="verbosity",
                    help="log verbosity; 4 or more logs every request")
+    from dramock.auth.flags import add_secure_flags
+
+    add_secure_flags(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -158,14 +161,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_check_flags(chk)
     kc = sub.add_parser("kubeconfig", help="print a kubeconfig for a running dramock server")
-    kc.add_argument("--server", default="", help="server URL (default http://127.0.0.1:8080)")
+    kc.add_argument("--server", default="", help="server URL (default http://127.0.0.1:8080); with --user or "
+                    "--service-account: the plain port, whose host the secure port shares")
     kc.add_argument("--bind-address", default=DEFAULT_BIND)
     kc.add_argument("--port", type=int, default=DEFAULT_PORT)
+    from dramock.auth.flags import add_kubeconfig_flags
+
+    add_kubeconfig_flags(kc)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "kubeconfig" and (args.user or args.service_account):
+        from dramock.auth.flags import identity_kubeconfig
+
+        return identity_kubeconfig(args, (args.server or _server_url(args.bind_address, args.port)).rstrip("/"))
     if args.command == "kubeconfig":
         sys.stdout.write(kubeconfig_text(args.server or _server_url(args.bind_address, args.port)))
         return 0
@@ -360,6 +371,13 @@ def _run_server(args: argparse.Namespace) -> int:
                           fault_rules=args.inject, fault_seed=args.inject_seed,
                           service_cluster_ip_range=args.service_cluster_ip_range,
                           watch_history=args.watch_history_limit)
+    from dramock.auth.flags import secure_serving
+
+    try:
+        config.security, ssl_context, secure_url = secure_serving(args)
+    except ValueError as e:
+        print(f"dramock: {e}", file=sys.stderr)
+        return 2
     server = APIServer(config)
     url = _server_url(args.bind_address, args.port)
     if args.command == "serve":
@@ -369,13 +387,16 @@ def _run_server(args: argparse.Namespace) -> int:
             f.write(kubeconfig_text(url))
         print(f"dramock {__version__} serving Kubernetes {KUBERNETES_VERSION} at {url}", flush=True)
         print(f"export KUBECONFIG={path}", flush=True)
+    if secure_url:
+        print(f"secure port (authentication, RBAC) at {secure_url}; `dramock kubeconfig --user NAME "
+              f"--data-dir {args.data_dir}` prints credentials", flush=True)
     app = server.app()
     if args.command == "serve":
         import asyncio
 
         stop = asyncio.Event()
         app.cleanup_ctx.append(_components(url, args.nodes, args.data_dir, gates, stop, args.example_driver,
-                                           binding_timeout))
+                                           binding_timeout, secure_url))
 
         async def stop_components(_app) -> None:  # before the server waits for open requests to finish
             stop.set()
@@ -383,7 +404,8 @@ def _run_server(args: argparse.Namespace) -> int:
     # handler_cancellation: a watch ends as soon as its client goes away, as upstream's do. auto_decompress off:
     # kube-apiserver reads request bodies as sent (a Content-Encoding does not make them decode).
     serving.run(app, serving.ServingOptions(host=args.bind_address, port=args.port,
-                                            header_timeout=args.request_header_timeout),
+                                            header_timeout=args.request_header_timeout,
+                                            secure_port=args.secure_port, ssl_context=ssl_context),
                 access_log=None, handler_cancellation=True, auto_decompress=False)
     return 0
 
@@ -415,7 +437,7 @@ def _node_root(data_dir: str, node: str, create: bool = True) -> str | None:
 
 
 def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool], stop, example_driver: bool = True,
-                binding_timeout: float = 0.0):
+                binding_timeout: float = 0.0, secure_url: str = ""):
     """The bundled components of `serve`: API clients of the server over HTTP, as the real ones are.
     The controller manager, the scheduler, and per simulated node a kubelet shim with the example driver."""
     import asyncio
@@ -425,14 +447,21 @@ def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool], sto
     from dramock.controllers.manager import ControllerManager
 
     async def ctx(_app):
-        client = Client(url, f"dramock-controller-manager/{__version__}")
+        # With the secure port, each component is its own user there (dramock.auth.identities).
+        ids = None
+        if secure_url:
+            from dramock.auth.identities import ComponentIdentities
+
+            ids = ComponentIdentities(secure_url, data_dir)
+        client = Client(ids.controller_manager() if ids else url, f"dramock-controller-manager/{__version__}")
         from dramock.scheduler.loop import run_scheduler
 
         tasks = [_component_task(ControllerManager(client).run(stop)),
-                 _component_task(run_scheduler(url, stop, gates=gates, user_agent=f"dramock-scheduler/{__version__}",
+                 _component_task(run_scheduler(ids.scheduler() if ids else url, stop, gates=gates,
+                                               user_agent=f"dramock-scheduler/{__version__}",
                                                binding_timeout=binding_timeout))]
         if nodes > 0:
-            tasks.append(_component_task(_start_nodes(url, nodes, data_dir, stop, tasks, example_driver)))
+            tasks.append(_component_task(_start_nodes(url, nodes, data_dir, stop, tasks, example_driver, ids)))
         yield
         stop.set()
         for t in tasks:
@@ -461,7 +490,8 @@ def _component_task(coro):
     return task
 
 
-async def _start_nodes(url: str, nodes: int, data_dir: str, stop, tasks: list, example_driver: bool) -> None:
+async def _start_nodes(url: str, nodes: int, data_dir: str, stop, tasks: list, example_driver: bool,
+                       ids=None) -> None:
     """Once the server answers: install the example DeviceClass and start a kubelet shim plus the example
     driver per node (they register and publish over HTTP like real ones)."""
     import asyncio
@@ -469,16 +499,17 @@ async def _start_nodes(url: str, nodes: int, data_dir: str, stop, tasks: list, e
     import aiohttp
 
     from dramock.client.rest import Client
-    from dramock.kubelet.exampledriver import install_device_class, run_driver
+    from dramock.kubelet.exampledriver import install_device_class
     from dramock.kubelet.kubelet import KubeletConfig, run_kubelet
     from dramock.kubelet.node import NodeConfig
 
+    admin = ids.admin() if ids else url
     while not stop.is_set():  # components start before the server listens
         try:
             if example_driver:
-                await install_device_class(url, EXAMPLE_DRIVER)
+                await install_device_class(admin, EXAMPLE_DRIVER)
             else:
-                probe = Client(url, "dramock-serve/probe")
+                probe = Client(admin, "dramock-serve/probe")
                 try:
                     await probe.request("GET", "/version")
                 finally:
@@ -490,8 +521,28 @@ async def _start_nodes(url: str, nodes: int, data_dir: str, stop, tasks: list, e
         name = f"node-{i}"
         root = _node_root(data_dir, name)
         assert root is not None
-        tasks.append(_component_task(run_kubelet(url, KubeletConfig(node=NodeConfig(name=name), root_dir=root), stop)))
+        tasks.append(_component_task(run_kubelet(ids.kubelet(name) if ids else url,
+                                                 KubeletConfig(node=NodeConfig(name=name), root_dir=root), stop)))
         if not example_driver:
             continue
-        tasks.append(_component_task(run_driver(url, name, driver=EXAMPLE_DRIVER, devices=EXAMPLE_GPUS_PER_NODE,
-                                                root_dir=root, stop=stop)))
+        tasks.append(_component_task(_run_example_driver(url, admin, ids, name, root, stop)))
+
+
+async def _run_example_driver(url: str, admin, ids, node: str, root: str, stop) -> None:
+    """The example driver of one node: under `serve`'s secure port with a ServiceAccount token bound to its node
+    (issued once the kubelet shim registered the Node), else over the plain port."""
+    import asyncio
+
+    from dramock.client.rest import APIStatusError
+    from dramock.kubelet.exampledriver import run_driver
+
+    server = url
+    while ids is not None and not stop.is_set():
+        try:
+            server = await ids.example_driver(admin, EXAMPLE_DRIVER, node)
+            break
+        except APIStatusError as e:
+            if e.code != 404:  # the Node is not there yet
+                raise
+            await asyncio.sleep(0.2)
+    await run_driver(server, node, driver=EXAMPLE_DRIVER, devices=EXAMPLE_GPUS_PER_NODE, root_dir=root, stop=stop)

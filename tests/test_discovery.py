@@ -52,8 +52,8 @@ def test_group_list_in_upstream_priority_order():
     gl = discovery.group_list()
     assert gl["kind"] == "APIGroupList" and gl["apiVersion"] == "v1"
     assert [g["name"] for g in gl["groups"]] == ["apps", "events.k8s.io", "authentication.k8s.io",
-                                                 "authorization.k8s.io", "batch", "coordination.k8s.io",
-                                                 "resource.k8s.io"]
+                                                 "authorization.k8s.io", "batch", "rbac.authorization.k8s.io",
+                                                 "coordination.k8s.io", "resource.k8s.io"]
     assert by_name(gl["groups"])["resource.k8s.io"] == {
         "name": "resource.k8s.io",
         "versions": [{"groupVersion": "resource.k8s.io/v1", "version": "v1"}],
@@ -188,9 +188,10 @@ def test_aggregated_groups_match_kubectl_api_resources():
     doc = discovery.aggregated(core=False)
     assert [i["metadata"] for i in doc["items"]] == [
         {"name": "apps"}, {"name": "events.k8s.io"}, {"name": "authentication.k8s.io"},
-        {"name": "authorization.k8s.io"}, {"name": "batch"}, {"name": "coordination.k8s.io"},
+        {"name": "authorization.k8s.io"}, {"name": "batch"}, {"name": "rbac.authorization.k8s.io"},
+        {"name": "coordination.k8s.io"},
         {"name": "resource.k8s.io"}]
-    res_group = doc["items"][6]
+    res_group = doc["items"][7]
     (v1,) = res_group["versions"]
     rows = [(r["resource"], r.get("shortNames", []), r["scope"], r["responseKind"]["kind"])
             for r in v1["resources"]]
@@ -224,7 +225,7 @@ def test_v3_index():
     idx = openapi.v3_index()
     assert sorted(idx["paths"]) == list(idx["paths"])
     groups = ("resource.k8s.io", "events.k8s.io", "coordination.k8s.io", "apps", "batch", "authentication.k8s.io",
-              "authorization.k8s.io")
+              "authorization.k8s.io", "rbac.authorization.k8s.io")
     assert {"api/v1", "api", "apis", "version", *(f"apis/{g}" for g in groups),
             *(f"apis/{g}/v1" for g in groups)} == set(idx["paths"])
     url = idx["paths"]["apis/resource.k8s.io/v1"]["serverRelativeURL"]

@@ -20,6 +20,7 @@ def kubectl_on_path(monkeypatch):
 USER_TESTS = '''
 import json
 import os
+import subprocess
 
 DEVICE_CLASS = """
 apiVersion: resource.k8s.io/v1
@@ -54,7 +55,15 @@ def test_node_dirs_and_namespace(dramock_cluster, dramock_namespace):
     assert os.path.exists(dirs.registration_socket("gpu.example.com"))  # the example driver registered there
     code, _, ns = dramock_cluster.request("GET", "/api/v1/namespaces/" + dramock_namespace)
     assert code == 200 and ns["status"]["phase"] == "Active"
-    assert dramock_cluster.secure_kubeconfig is None
+    # The secure port: an admin kubeconfig, and identities a driver's RBAC can be tested with.
+    admin = dramock_cluster.secure_kubeconfig
+    assert "https://127.0.0.1:" in open(admin).read()
+    alice = dramock_cluster.kubeconfig_for("alice")
+    res = subprocess.run(["kubectl", "--kubeconfig", alice, "get", "nodes"], capture_output=True, text=True)
+    assert 'User "alice" cannot list resource "nodes"' in res.stderr
+    res = subprocess.run(["kubectl", "--kubeconfig", admin, "get", "nodes", "-o", "name"], capture_output=True,
+                         text=True, check=True)
+    assert "node/node-1" in res.stdout
     with open(dramock_cluster.kubeconfig) as f:
         assert dramock_cluster.url in f.read()
 '''

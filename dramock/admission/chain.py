@@ -37,20 +37,29 @@ class Admission:
         self.store = store
         self.quota = QuotaAdmission(store)
         self.service_ips = ServiceIPAllocator(store, service_cidr)
+        # Plugins that judge the requesting user (NodeRestriction, RBAC escalation, claim status authorization):
+        # objects with admit(call, obj, old) (obj None on delete, old None on create).
+        self.plugins: list[Any] = []
 
     def admit_create(self, call: Target, obj: Obj) -> None:
         self._namespace_lifecycle(call, creating=True)
+        for p in self.plugins:
+            p.admit(call, obj, None)
         if call.kind.plural == "services" and call.kind.group == "":
             self.service_ips.allocate(obj)
         self.quota.admit(call, obj, None)
 
     def admit_update(self, call: Target, obj: Obj, old: Obj) -> None:
         self._namespace_lifecycle(call, creating=False)
+        for p in self.plugins:
+            p.admit(call, obj, old)
         self.quota.admit(call, obj, old)
 
     def admit_delete(self, call: Target, old: Obj) -> None:
         if call.kind.plural == "namespaces" and call.kind.group == "" and call.name in IMMORTAL_NAMESPACES:
             raise errors.forbidden("namespaces", "", call.name or "", "this namespace may not be deleted")
+        for p in self.plugins:
+            p.admit(call, None, old)
 
     def _namespace_lifecycle(self, call: Target, creating: bool) -> None:
         if not call.kind.namespaced or not call.namespace:

@@ -441,9 +441,10 @@ def configure(gates: FeatureGates, namespace_labels: Callable[[str], dict[str, s
 def for_kind(kind: Kind) -> Strategy:
     s = _cache.get(kind)
     if s is None:
+        from dramock.admission.rbac import STRATEGIES as rbac_strategies
         from dramock.admission.services import ServiceStrategy  # these import this module
         from dramock.admission.workloads import STRATEGIES as workload_strategies
 
-        _STRATEGIES.update(workload_strategies, services=ServiceStrategy)
+        _STRATEGIES.update(workload_strategies, services=ServiceStrategy, **rbac_strategies)
         s = _cache[kind] = _STRATEGIES.get(kind.plural, Strategy)(kind, _gates)
     return s

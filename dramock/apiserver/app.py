@@ -26,10 +26,12 @@ from prometheus_client import (
 from dramock import errors
 from dramock.admission import strategy as strategies
 from dramock.admission.chain import SYSTEM_NAMESPACES, Admission
+from dramock.apiserver import authfilter as gate
 from dramock.apiserver import codec, discovery, explainapi, health, openapi, params, protobuf
 from dramock.apiserver import faults as faults_endpoint
 from dramock.apiserver.rest import Call, Rest, Result, meta, now_rfc3339, stamp_resource_version
 from dramock.apiserver.watch import WatchHandler
+from dramock.auth.security import Security, SecurityConfig
 from dramock.faults import Faults, api_error
 from dramock.jsonvalue import clone
 from dramock.schemas import printers, registry, versions
@@ -62,6 +64,8 @@ class ServerConfig:
     service_cluster_ip_range: str = "10.96.0.0/12"  # --service-cluster-ip-range
     # Events kept for watches (and replayed at start-up); older resourceVersions answer 410 Gone.
     watch_history: int = DEFAULT_HISTORY
+    # Authentication and authorization of the secure port (the plain port is always system:unsecured).
+    security: SecurityConfig = field(default_factory=SecurityConfig)
 
     @property
     def url(self) -> str:
@@ -149,6 +153,8 @@ class APIServer:
         self.store = RevisionLog(config.url, stamp_resource_version, history=config.watch_history)
         strategies.configure(FeatureGates(config.feature_gates), self._namespace_labels)
         self.admission = Admission(self.store, config.service_cluster_ip_range)
+        self.security = Security(config.security, self.store, config.data_dir)
+        self.admission.plugins += gate.admission_plugins(self.security)
         self.rest = Rest(self.store, self.admission)
         self.metrics = Metrics()
         # One protobuf encoder for responses and watch frames: it keeps each stored object's bytes.
@@ -179,6 +185,7 @@ class APIServer:
     async def _on_startup(self, _app: web.Application) -> None:
         self._seed_namespaces()
         self._seed_kubernetes_service()
+        gate.seed_bootstrap_policy(self.rest, self.store)
         self._compactor = asyncio.create_task(self.store.run(self.config.compaction_interval))
         self.health.started = True
 
@@ -229,6 +236,7 @@ class APIServer:
         start = time.perf_counter()
         request["route"] = None
         try:
+            request["user"] = self.security.user(gate.is_secure(request), gate.peercert(request), request.headers)
             with self.inflight.admit(request):
                 resp = await handler(request)
         except errors.APIError as e:
@@ -279,6 +287,8 @@ class APIServer:
                                            "/openapi/v2", "/openapi/v3", "/version", "/dramock/explain",
                                            "/ui/"])})
         head = parts[0]
+        if not ((head == "api" and len(parts) > 2) or (head == "apis" and len(parts) > 3)):
+            gate.check_path(self.security, request)
         if head in ("healthz", "livez", "readyz"):
             return health.respond(head, parts[1:], request, self.health)
         if head == "version" and len(parts) == 1:
@@ -376,7 +386,8 @@ class APIServer:
         kind = route.kind
         assert kind is not None
         call = Call(kind, route.namespace, route.name, route.subresource, request.query,
-                    user_agent=request.headers.get("User-Agent", ""), verb=route.verb)
+                    user_agent=request.headers.get("User-Agent", ""), verb=route.verb, user=request["user"])
+        gate.check_resource(self.security, call)
         if kind.group == versions.GROUP and (deprecated := versions.deprecation_warning(kind.version, kind.kind)):
             call.warnings.append(deprecated)
         if call.subresource in ("log", "exec", "attach", "portforward"):
@@ -449,7 +460,9 @@ class APIServer:
         from dramock.apiserver import reviews
 
         if reviews.is_review(call.kind):
-            return reviews.review(call, body, content_type)
+            return reviews.review(call, body, content_type, self.security)
+        if call.subresource == "token":
+            return gate.token_request(self.security, self.store, call, body, content_type)
         return self.rest.create(call, body, content_type)
 
     def _bind(self, call: Call, body: bytes, content_type: str) -> Result:
@@ -518,6 +531,9 @@ class APIServer:
                 body = {"kind": "PartialObjectMetadata", "apiVersion": av, "metadata": body["metadata"]}
         elif not accept.yaml and result.encoded is not None:
             text = result.encoded
+        if accept.protobuf and protobuf.message_class(body.get("apiVersion", ""), body.get("kind", "")) is None \
+                and accept.json_fallback:
+            accept = codec.Accept()  # a kind without a compiled contract, to a client that also takes JSON
         if accept.protobuf:
             resp = web.Response(status=result.code, body=self.protobuf.encode(body, stored),
                                 content_type=codec.PROTOBUF)
@@ -555,7 +571,7 @@ class APIServer:
                     "create", kind.plural, kind.group)
             verb = {"GET": "watch" if params.query_bool(query.get("watch")) else "list", "POST": "create",
                     "DELETE": "deletecollection"}.get(method)
-        elif sub == "binding":
+        elif sub in ("binding", "token"):
             verb = "create" if method == "POST" else None
         elif sub in ("exec", "attach", "portforward"):
             verb = {"GET": "get", "POST": "create"}.get(method)

@@ -171,6 +171,7 @@ class Accept:
     version: str = "v1"  # meta.k8s.io version of Table / PartialObjectMetadata
     yaml: bool = False
     protobuf: bool = False
+    json_fallback: bool = False  # protobuf was asked for, with application/json as a later choice
 
 
 def negotiate(accept_header: str | None) -> Accept:
@@ -195,7 +196,8 @@ def negotiate(accept_header: str | None) -> Accept:
                 if mt == PROTOBUF and params.get("v", "v1") != "v1":
                     continue  # only meta.k8s.io/v1's PartialObjectMetadata has a compiled contract here
                 return Accept(as_, params.get("v", "v1"), mt == YAML, mt == PROTOBUF)
-            return Accept(yaml=mt == YAML, protobuf=mt == PROTOBUF)
+            return Accept(yaml=mt == YAML, protobuf=mt == PROTOBUF,
+                          json_fallback=mt == PROTOBUF and JSON in accept_header.lower())
         if mt.startswith("application/json") and not as_:
             return Accept()
     raise errors.not_acceptable(

@@ -60,6 +60,7 @@ _SUBRESOURCES: dict[str, tuple[tuple[str, ...], tuple[str, str, str] | None]] = 
     "status": (("get", "patch", "update"), None),
     "finalize": (("update",), None),
     "binding": (("create",), ("", "v1", "Binding")),
+    "token": (("create",), ("authentication.k8s.io", "v1", "TokenRequest")),
     "scale": (("get", "patch", "update"), ("autoscaling", "v1", "Scale")),
     "log": (("get",), None),
     "exec": (("create", "get"), ("", "v1", "PodExecOptions")),

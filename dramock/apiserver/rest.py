@@ -80,6 +80,7 @@ class Call:
     user_agent: str = ""
     warnings: list[str] = field(default_factory=list)
     verb: str = ""  # the request verb, for option errors (CreateOptions, UpdateOptions, ...)
+    user: Any = None  # the request's dramock.auth.user.UserInfo (None: the server itself)
 
     def param(self, key: str, default: str = "") -> str:
         return self.query.get(key, default)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import ssl
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,8 @@ class ServingOptions:
     header_timeout: float = 10.0
     keepalive_timeout: float = 75.0
     shutdown_timeout: float = 5.0
+    secure_port: int = 0  # the TLS listener (0: none); requests there are authenticated and authorized
+    ssl_context: ssl.SSLContext | None = None
 
 
 class _HeaderDeadline(asyncio.Protocol):
@@ -111,15 +114,34 @@ async def _serve(app: web.Application, options: ServingOptions, **handler_args: 
         handler = _StatusErrors(server, loop=loop, **server._kwargs)  # aiohttp's Server.__call__, our class
         return _HeaderDeadline(handler, options.header_timeout)
 
-    listener = await loop.create_server(protocol, options.host, options.port, reuse_address=True)
+    listeners = []
+    if options.port:
+        listeners.append(await loop.create_server(protocol, options.host, options.port, reuse_address=True))
+    if options.secure_port and options.ssl_context is not None:
+        listeners.append(await loop.create_server(protocol, options.host, options.secure_port, reuse_address=True,
+                                                  ssl=options.ssl_context))
     stopped = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stopped.set)
     try:
         await stopped.wait()
     finally:
-        listener.close()  # stop accepting; open connections end in the runner's graceful shutdown
+        for listener in listeners:
+            listener.close()  # stop accepting; open connections end in the runner's graceful shutdown
         await runner.cleanup()
+
+
+def tls_context(cert_file: str, key_file: str, client_ca_file: str) -> ssl.SSLContext:
+    """The secure port's TLS: its serving certificate, and client certificates verified against the client CA
+    when a client offers one (optional: tokens and anonymous requests come without)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(cert_file, key_file)
+    if client_ca_file:
+        ctx.load_verify_locations(client_ca_file)
+        ctx.verify_mode = ssl.CERT_OPTIONAL
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx
 
 
 def run(app: web.Application, options: ServingOptions, **handler_args: Any) -> None:

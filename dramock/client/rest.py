@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
+import os
+import ssl as ssl_module
+import tempfile
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlencode
@@ -26,6 +30,26 @@ class APIStatusError(Exception):
         self.status = status
 
 
+class Endpoint(str):
+    """A server URL that carries the credentials its kubeconfig named: the TLS context (cluster CA, client
+    certificate) and a bearer token. It passes through code that takes a server URL as a plain string."""
+
+    ssl: ssl_module.SSLContext | None = None
+    token: str = ""
+
+
+def _pem_file(entry: dict, key: str, base: str) -> str | None:
+    """A kubeconfig's `key` (a path) or `key-data` (base64, written to a private temporary file) as a path."""
+    if entry.get(key):
+        return entry[key] if os.path.isabs(entry[key]) else os.path.join(base, entry[key])
+    if entry.get(key + "-data"):
+        fd, path = tempfile.mkstemp(prefix="dramock-kubeconfig-", suffix=".pem")
+        with os.fdopen(fd, "wb") as f:
+            f.write(base64.b64decode(entry[key + "-data"]))
+        return path
+    return None
+
+
 def server_from_kubeconfig(path: str) -> str:
     with open(path, encoding="utf-8") as f:
         cfg = yaml.safe_load(f)
@@ -33,7 +57,24 @@ def server_from_kubeconfig(path: str) -> str:
     ctx = next((c["context"] for c in cfg.get("contexts", []) if c["name"] == current), None)
     cluster_name = ctx["cluster"] if ctx else cfg["clusters"][0]["name"]
     cluster = next(c["cluster"] for c in cfg["clusters"] if c["name"] == cluster_name)
-    return cluster["server"].rstrip("/")
+    endpoint = Endpoint(cluster["server"].rstrip("/"))
+    user_name = ctx.get("user") if ctx else None
+    user = next((u.get("user") or {} for u in cfg.get("users") or [] if u.get("name") == user_name), {})
+    base = os.path.dirname(os.path.abspath(path))
+    if endpoint.startswith("https://"):
+        ctx_ssl = ssl_module.create_default_context(cafile=_pem_file(cluster, "certificate-authority", base))
+        if cluster.get("insecure-skip-tls-verify"):
+            ctx_ssl.check_hostname = False
+            ctx_ssl.verify_mode = ssl_module.CERT_NONE
+        cert, key = _pem_file(user, "client-certificate", base), _pem_file(user, "client-key", base)
+        if cert and key:
+            ctx_ssl.load_cert_chain(cert, key)
+        endpoint.ssl = ctx_ssl
+    endpoint.token = user.get("token") or ""
+    if not endpoint.token and user.get("tokenFile"):
+        with open(user["tokenFile"], encoding="utf-8") as f:
+            endpoint.token = f.read().strip()
+    return endpoint
 
 
 def resource_path(group: str, version: str, plural: str, namespace: str | None = None,
@@ -67,11 +108,17 @@ class Client:
     def __init__(self, server: str, user_agent: str):
         self.server = server.rstrip("/")
         self.user_agent = user_agent
+        self.ssl = getattr(server, "ssl", None)  # an Endpoint's credentials, if the server came from a kubeconfig
+        self.token = getattr(server, "token", "")
         self._session: aiohttp.ClientSession | None = None
 
     async def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(headers={"User-Agent": self.user_agent},
+            headers = {"User-Agent": self.user_agent}
+            if self.token:
+                headers["Authorization"] = f"Bearer {self.token}"
+            self._session = aiohttp.ClientSession(headers=headers,
+                                                  connector=aiohttp.TCPConnector(ssl=self.ssl) if self.ssl else None,
                                                   timeout=aiohttp.ClientTimeout(total=None, sock_connect=10))
         return self._session
 

@@ -9,6 +9,7 @@ import signal
 from dramock.client.informer import cancel_all
 from dramock.client.leaderelection import LeaderElectionConfig, run_leading
 from dramock.client.rest import Client, server_from_kubeconfig
+from dramock.controllers.clusterroleaggregation import ClusterRoleAggregationController
 from dramock.controllers.garbagecollector import GarbageCollector
 from dramock.controllers.namespace import NamespaceController
 from dramock.controllers.nodelifecycle import GRACE_PERIOD, NodeLifecycleController
@@ -34,12 +35,14 @@ class ControllerManager:
         self.resourceclaim = ResourceClaimController(client)
         self.garbagecollector = GarbageCollector(client)
         self.resourcepoolstatus = ResourcePoolStatusController(client)  # idle unless its API is served
+        self.clusterroleaggregation = ClusterRoleAggregationController(client)
         register_metrics(self.resourceclaim)
 
     async def run(self, stop: asyncio.Event) -> None:
         tasks = [asyncio.create_task(c.run(stop), name=type(c).__name__)
                  for c in (self.namespace, self.quota, self.resourceclaim, self.garbagecollector,
-                           self.podgc, self.workloads, self.nodelifecycle, self.resourcepoolstatus)]
+                           self.podgc, self.workloads, self.nodelifecycle, self.resourcepoolstatus,
+                           self.clusterroleaggregation)]
         try:
             await stop.wait()
         finally:

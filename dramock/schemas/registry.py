@@ -171,7 +171,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("", "v1", "Event", "events", True, short_names=("ev",), selectable_fields=_EVENT_FIELDS),
     Kind("", "v1", "ConfigMap", "configmaps", True, short_names=("cm",)),
     Kind("", "v1", "Secret", "secrets", True, selectable_fields={"type": _get("type")}),
-    Kind("", "v1", "ServiceAccount", "serviceaccounts", True, short_names=("sa",),
+    Kind("", "v1", "ServiceAccount", "serviceaccounts", True, short_names=("sa",), subresources=("token",),
          return_deleted_object=True),
     # Upstream's service storage has no DeleteCollection.
     Kind("", "v1", "Service", "services", True, short_names=("svc",), categories=("all",),
@@ -187,6 +187,12 @@ KINDS: tuple[Kind, ...] = (
          verbs=("create",)),
     Kind("authorization.k8s.io", "v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews", False,
          verbs=("create",)),
+    Kind("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", False, verbs=("create",)),
+    # RBAC (dramock/auth): enforced on the secure port.
+    Kind("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),
+    Kind("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False),
+    Kind("rbac.authorization.k8s.io", "v1", "Role", "roles", True),
+    Kind("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),
     # Workloads (apps/v1, batch/v1), run by the controller manager's workload controllers.
     Kind("apps", "v1", "Deployment", "deployments", True, short_names=("deploy",), categories=("all",),
          subresources=("status", "scale"), tracks_generation=True),

@@ -36,8 +36,10 @@ class NodeDirs:
 
 
 class DramockCluster:
-    def __init__(self, server: Server, nodes: int, example_driver: bool = True):
+    def __init__(self, server: Server, nodes: int, example_driver: bool = True, secure_port: int = 0):
         self.server = server
+        self.secure_port = secure_port  # the TLS port with authentication and RBAC (0: not running)
+        self._secure_kubeconfig: str | None = None
         self.nodes = [f"node-{i}" for i in range(1, nodes + 1)]
         self.example_driver = example_driver
         self._api_client: Any = None
@@ -68,8 +70,34 @@ class DramockCluster:
     def kubeconfig(self) -> str:
         return self.server.kubeconfig
 
-    # dramock has no secure port yet; a kubeconfig with credentials will be named here once it has.
-    secure_kubeconfig: str | None = None
+    @property
+    def secure_kubeconfig(self) -> str | None:
+        """A kubeconfig for the secure port as a cluster admin (group system:masters); None without that port."""
+        if self.secure_port and self._secure_kubeconfig is None:
+            self._secure_kubeconfig = self.kubeconfig_for("dramock-admin", groups=("system:masters",))
+        return self._secure_kubeconfig
+
+    def kubeconfig_for(self, user: str = "", groups: tuple[str, ...] = (), service_account: str = "",
+                       bound_node: str = "") -> str:
+        """A kubeconfig file for the secure port: a client certificate for `user` in `groups`, or a TokenRequest
+        token of `service_account` (NAMESPACE/NAME, optionally bound to `bound_node`), as `dramock kubeconfig`
+        prints them."""
+        import sys
+        import tempfile
+
+        if not self.secure_port:
+            raise RuntimeError("this dramock runs without its secure port")
+        args = ["--service-account", service_account] if service_account else ["--user", user]
+        args += [a for g in groups for a in ("--group", g)] + (["--bound-node", bound_node] if bound_node else [])
+        out = subprocess.run([sys.executable, "-m", "dramock", "kubeconfig", "--data-dir", self.data_dir,
+                              "--port", str(self.server.port), "--secure-port", str(self.secure_port), *args],
+                             capture_output=True, text=True, timeout=60)
+        if out.returncode != 0:
+            raise RuntimeError(f"dramock kubeconfig failed: {out.stderr}")
+        fd, path = tempfile.mkstemp(prefix="kubeconfig-", dir=os.path.dirname(self.data_dir))
+        with os.fdopen(fd, "w") as f:
+            f.write(out.stdout)
+        return path
 
     @property
     def data_dir(self) -> str:

@@ -46,12 +46,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture(scope="session")
 def dramock_cluster(request: pytest.FixtureRequest) -> Iterator[DramockCluster]:
     """A dramock cluster (API server, controllers, scheduler, kubelet shims) for the whole session."""
-    from dramock.testing.server import start_server
+    from dramock.testing.server import free_port, start_server
 
     opt = request.config.getoption
     # A short base dir: plugin socket paths must stay under the Unix limit of ~107 bytes.
     base = tempfile.mkdtemp(prefix="dramock-")
-    args = ["--nodes", str(opt("--dramock-nodes"))]
+    secure_port = free_port()  # the components use their own identities there, as on a cluster
+    args = ["--nodes", str(opt("--dramock-nodes")), "--secure-port", str(secure_port)]
     if opt("--dramock-feature-gates"):
         args += ["--feature-gates", opt("--dramock-feature-gates")]
     for rule in opt("--dramock-inject"):
@@ -63,7 +64,8 @@ def dramock_cluster(request: pytest.FixtureRequest) -> Iterator[DramockCluster]:
     except BaseException:
         _finish(request, base, failed=True)
         raise
-    cluster = DramockCluster(server, opt("--dramock-nodes"), example_driver=not opt("--dramock-no-example-driver"))
+    cluster = DramockCluster(server, opt("--dramock-nodes"), example_driver=not opt("--dramock-no-example-driver"),
+                             secure_port=secure_port)
     request.config.stash[_CLUSTER] = cluster
     try:
         cluster.wait_ready()

@@ -148,7 +148,9 @@ def start_server(tmp_dir: str, *extra: str, command: str = "apiserver", kubectl:
     port = free_port()
     data_dir = os.path.join(tmp_dir, "data")
     launcher = os.environ.get("DRAMOCK_SERVER_CMD", f"{sys.executable} -m dramock").split()
-    args = [*launcher, command, "--port", str(port), "--data-dir", data_dir, *extra]
+    # Several servers run at once in a test session: none binds the secure port unless the caller names one.
+    secure = [] if "--secure-port" in extra else ["--secure-port", "0"]
+    args = [*launcher, command, "--port", str(port), "--data-dir", data_dir, *secure, *extra]
     url = f"http://127.0.0.1:{port}"
     proc = _spawn(args, url)
     kubeconfig = os.path.join(tmp_dir, "kubeconfig")
