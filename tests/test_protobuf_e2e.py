@@ -34,7 +34,8 @@ PACKAGES = {"v1": "k8s.io.api.core.v1", "resource.k8s.io/v1": "k8s.io.api.resour
             "apidiscovery.k8s.io/v2": "k8s.io.api.apidiscovery.v2", "apps/v1": "k8s.io.api.apps.v1",
             "batch/v1": "k8s.io.api.batch.v1", "autoscaling/v1": "k8s.io.api.autoscaling.v1",
             "authentication.k8s.io/v1": "k8s.io.api.authentication.v1",
-            "authorization.k8s.io/v1": "k8s.io.api.authorization.v1"}
+            "authorization.k8s.io/v1": "k8s.io.api.authorization.v1",
+            "rbac.authorization.k8s.io/v1": "k8s.io.api.rbac.v1"}
 
 
 class Messages:
@@ -269,6 +270,18 @@ def workload_kinds() -> list[tuple[str, str, str, bool, dict, tuple[str, object]
     ]
 
 
+def rbac_kinds() -> list[tuple]:
+    rbac = "rbac.authorization.k8s.io"
+    rules = {"rules": [{"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods"]}]}
+    binding = {"roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": "view"},
+               "subjects": [{"kind": "User", "apiGroup": rbac, "name": "pb-user"}]}
+    relabel = ("metadata.labels", {"v": "2"})
+    return [(f"{rbac}/v1", "ClusterRole", "clusterroles", False, rules, relabel),
+            (f"{rbac}/v1", "Role", "roles", True, rules, relabel),
+            (f"{rbac}/v1", "ClusterRoleBinding", "clusterrolebindings", False, binding, relabel),
+            (f"{rbac}/v1", "RoleBinding", "rolebindings", True, binding, relabel)]
+
+
 V1_KINDS = [
     ("v1", "Namespace", "namespaces", False, {}, ("metadata.annotations", {"team": "pb"})),
     ("v1", "Node", "nodes", False,
@@ -310,6 +323,7 @@ V1_KINDS = [
                                                      "targetPort": {"type": 1, "strVal": "http"}}]}},
      ("spec.selector", {"app": "pb2"})),
     *workload_kinds(),
+    *rbac_kinds(),
     *resource_kinds("v1"),
 ]
 BETA_KINDS = resource_kinds("v1beta2")

@@ -53,6 +53,8 @@ def node_rules() -> list[Obj]:
         rule(["get", "create", "update", "patch", "delete"], [COORD], ["leases"]),
         rule(["get"], [RESOURCE], ["resourceclaims"]),
         rule([*READ, "create", "update", "patch", "delete", "deletecollection"], [RESOURCE], ["resourceslices"]),
+        # dramock's own: the kubelet shims ask the server whether a kubelet-side fault fires (dramock.faults).
+        urls(["get", "post"], ["/dramock/faults", "/dramock/faults/fire"]),
     ]
 
 
