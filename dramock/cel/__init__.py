@@ -17,17 +17,19 @@ Why not celpy's runners: cel-python 0.5 has no type checker (no upstream-like co
 cost tracking, no `cel.bind`, no optional types, `has()` that swallows every error, and its
 `CompiledRunner` (~40 µs per call) is several times slower than these closures; see bench/cel.py.
 
-The modules, in pipeline order (each imports only modules above it in its layer):
+The package, one concept per module; a module imports only its own layer and the layers above (no cycles):
 
-    shared      limits, errors, semver (the Semver value), values (runtime values, equality),
-                static_types (checker types), activation (cost/deadline slots)
-    front end   lexer -> parser (builds nodes) -> checker (types, via functions' signatures)
-    cost        cost (worst-case estimate over the checked AST)
-    back end    compiler (closures) with operators and comprehensions
-    libraries   lib_standard, lib_strings, lib_lists, lib_sets, lib_regex, lib_quantity, lib_semver,
-                lib_comparable, lib_optional; functions ties names to signatures and implementations
-    DRA         dra (the device variable, size limits, feature options, device_env)
-    entry       program (compile, CompiledExpression, caches)
+    foundations  limits (numeric limits), errors, nodes (the AST), static_types (checker types),
+                 semver (the Semver value), values (runtime values and CEL equality),
+                 activation (the per-evaluation cost/deadline/variable slots)
+    front end    lexer -> parser (source to AST, macros expanded)
+    runtime      operators (arithmetic, ordering, indexing, selection at run time)
+    libraries    lib_standard, lib_strings, lib_lists, lib_sets, lib_regex, lib_quantity, lib_semver,
+                 lib_comparable, lib_optional; dra (the DRA environment: the `device` variable, size
+                 limits, feature options, includes(), device_env)
+    functions    every overload signature and the implementation each function name runs
+    passes       checker (static types), cost (worst-case estimate), compiler + comprehensions (closures)
+    entry        program (compile, CompiledExpression, the caches); this file re-exports its public API
 
 Public API:
 

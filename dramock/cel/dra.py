@@ -15,7 +15,7 @@ from dramock.cel.static_types import BOOL, DYN, QUANTITY, SEMVER, STRING, Static
 from dramock.cel.values import DeviceEnv, DomainMap, cel_equals
 from dramock.schemas.quantity import Quantity
 
-# Size limits (resource.k8s.io/v1) that bound the worst-case cost estimate.
+# Size limits (resource.k8s.io/v1) that bound the worst-case cost estimate (and includes()).
 DRIVER_NAME_MAX = 63  # DriverNameMaxLength
 DOMAIN_MAX = 63  # DeviceMaxDomainLength
 ID_MAX = 32  # DeviceMaxIDLength
@@ -24,16 +24,17 @@ ATTRIBUTE_VALUE_MAX = 64  # DeviceAttributeMaxValueLength (and list length bound
 ATTRIBUTE_VALUES_PER_DEVICE = 48  # ResourceSliceMaxAttributeValuesPerDevice
 
 
+# The `device` variable: its static type and fields.
 DEVICE = StaticType("obj", name="kubernetes.DRADevice")
-
-
 ATTRIBUTES = map_of(STRING, map_of(STRING, DYN))
 CAPACITY = map_of(STRING, map_of(STRING, QUANTITY))
 DEVICE_FIELDS = {"driver": STRING, "attributes": ATTRIBUTES, "capacity": CAPACITY,
-                  "allowMultipleAllocations": BOOL}
+                 "allowMultipleAllocations": BOOL}
 
 
 class EnvOptions:
+    """The feature options that select the environment (see compile())."""
+
     __slots__ = ("consumable_capacity", "derived_attribute", "list_type_attributes")
 
     def __init__(self, list_type_attributes: bool, consumable_capacity: bool, derived_attribute: bool = False):

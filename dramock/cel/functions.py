@@ -181,7 +181,7 @@ _decl("or", "m", (optional_of(PARAM_A), optional_of(PARAM_A), optional_of(PARAM_
 _decl("includes", "m", (list_of(PARAM_A), PARAM_A, BOOL), (PARAM_A, PARAM_A, BOOL))
 
 OPERATOR_NAMES = {"_+_", "_-_", "_*_", "_/_", "_%_", "-_", "!_", "_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_",
-                   "@in", "_&&_", "_||_", "_?_:_"}
+                  "@in", "_&&_", "_||_", "_?_:_"}
 FEATURE_GATED_FUNCTIONS = {"includes": "list_type_attributes"}
 
 
@@ -207,4 +207,4 @@ IMPLEMENTATIONS: dict[str, Callable] = {
 }
 # Functions whose result is the same for the same constant arguments (folded at compile time).
 FOLDABLE_FUNCTIONS = frozenset({"quantity", "semver", "isQuantity", "isSemver", "int", "uint", "double", "string",
-                         "bytes", "bool", "size", "lowerAscii", "upperAscii", "trim"})
+                                "bytes", "bool", "size", "lowerAscii", "upperAscii", "trim"})

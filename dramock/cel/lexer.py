@@ -10,7 +10,7 @@ from dramock.cel.limits import INT64_MAX, UINT64_MAX
 from dramock.cel.values import UInt
 
 RESERVED_WORDS = frozenset({"as", "break", "const", "continue", "else", "for", "function", "if", "import", "let",
-                       "loop", "package", "namespace", "return", "var", "void", "while"})
+                            "loop", "package", "namespace", "return", "var", "void", "while"})
 _KEYWORDS = frozenset({"true", "false", "null", "in"})
 
 _TOKEN_RE = re.compile(r"""

@@ -65,9 +65,9 @@ def type_of(e: StaticType | None = None) -> StaticType:
 
 
 TYPE_IDENTIFIERS = {"bool": BOOL, "int": INT, "uint": UINT, "double": DOUBLE, "string": STRING, "bytes": BYTES,
-                "null_type": NULL, "list": list_of(DYN), "map": map_of(DYN, DYN), "type": type_of()}
+                    "null_type": NULL, "list": list_of(DYN), "map": map_of(DYN, DYN), "type": type_of()}
 TYPE_VALUE_NAMES = {"bool": "bool", "int": "int", "uint": "uint", "double": "double", "string": "string",
-                "bytes": "bytes", "null_type": "null_type", "list": "list", "map": "map", "type": "type"}
+                    "bytes": "bytes", "null_type": "null_type", "list": "list", "map": "map", "type": "type"}
 
 
 def is_dyn(t: StaticType) -> bool:
