@@ -25,9 +25,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from dramock import cel  # noqa: E402  (after the sys.path line: runs from a checkout)
 from dramock.scheduler import allocator  # noqa: E402
 from dramock.scheduler.types import AllocationInput  # noqa: E402
-from dramock.schemas import cel  # noqa: E402  (after the sys.path line: runs from a checkout)
 
 DRIVER = "gpu.example.com"
 MODELS = ["a100", "h100"]

@@ -5,8 +5,8 @@
 Rows:
   celpy interpreted   cel-python 0.5 InterpretedRunner (tree walking), the reference point
   celpy compiled      cel-python 0.5 CompiledRunner (transpiled to Python source)
-  dramock compiled    dramock.schemas.cel: checked AST compiled to closures (what the allocator calls)
-  dramock cached      dramock.schemas.cel.evaluate_cached hits, keyed by (expression, device identity)
+  dramock compiled    dramock.cel: checked AST compiled to closures (what the allocator calls)
+  dramock cached      dramock.cel.evaluate_cached hits, keyed by (expression, device identity)
 celpy cannot run the Kubernetes libraries (quantity, semver) nor check types, so its rows use a plain
 attribute selector; the dramock rows also time the library-heavy selectors the KEPs use. Every row
 checks that it selects the same devices.
@@ -22,7 +22,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from dramock.schemas import cel  # after the sys.path line: runs from a checkout
+from dramock import cel  # after the sys.path line: runs from a checkout
 
 DRIVER = "gpu.example.com"
 MODELS = ["a100", "h100", "l4", "t4"]

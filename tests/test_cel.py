@@ -1,4 +1,4 @@
-"""Tests of dramock.schemas.cel: compile errors, evaluation semantics, semvers, costs (the quantity type
+"""Tests of dramock.cel: compile errors, evaluation semantics, semvers, costs (the quantity type
 itself: tests/test_quantity.py)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from dramock.schemas import cel
-from dramock.schemas.cel import (
+from dramock import cel
+from dramock.cel import (
     CEL_SELECTOR_EXPRESSION_MAX_COST,
     MAX_EXPRESSION_LENGTH,
     CELCompileError,
@@ -18,6 +18,7 @@ from dramock.schemas.cel import (
     compile,
     device_env,
     evaluate_cached,
+    lib_regex,
 )
 from dramock.schemas.quantity import Quantity
 
@@ -491,7 +492,7 @@ def test_negative_literal_folding_and_limits():
 
 def test_regex_is_linear_time():
     """RE2 semantics when google-re2 is installed: a catastrophic pattern for a backtracking engine."""
-    if cel._re2 is None:  # pragma: no cover - depends on the machine
+    if lib_regex._re2 is None:  # pragma: no cover - depends on the machine
         pytest.skip("google-re2 not installed")
     start = time.perf_counter()
     assert ev('!"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!".matches("^(a+)+$")')

@@ -1179,7 +1179,7 @@ def test_case_count() -> None:
     assert len(CASES) >= 150
 
 
-# --- CEL compilation through dramock.schemas.cel (faked here; the real module is another engineer's) ---
+# --- CEL compilation through dramock.cel (faked here; the real module is another engineer's) ---
 
 
 class FakeCELCompileError(Exception):

@@ -13,7 +13,7 @@ Per feature (1.37 gates in dramock.schemas.featuregates):
     names or dangling counter references make a pool invalid: skipped, and reported only when the claims
     cannot be satisfied from the other pools (allocationMode All fails at once on it);
     slices are node-local (`nodeName`), `nodeSelector`, `allNodes` or `perDeviceNodeSelection`.
-  * selectors: class selectors AND request selectors, CEL through dramock.schemas.cel, memoized per
+  * selectors: class selectors AND request selectors, CEL through dramock.cel, memoized per
     (expression, device key); a CEL compile/runtime error fails the allocation with upstream's message.
   * ExactCount / All (All: every matching device of the visible pools, none may be in use unless
     adminAccess), constraints matchAttribute / distinctAttribute, adminAccess, firstAvailable.
@@ -46,8 +46,8 @@ import uuid
 from fractions import Fraction
 from typing import Any
 
+from dramock import cel
 from dramock.scheduler.types import AllocatedDevices, AllocationInput, AllocationOutcome, Obj
-from dramock.schemas import cel
 from dramock.schemas.quantity import Quantity
 
 __all__ = ["ALLOCATION_RESULTS_MAX_SIZE", "allocate", "allocated_devices", "clear_caches", "holding"]

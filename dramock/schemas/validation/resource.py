@@ -49,7 +49,7 @@ from dramock.schemas.validation.names import (  # noqa: F401  (re-exported for p
 )
 
 try:  # Written by another engineer; validation works (without compiling CEL) when it is missing.
-    from dramock.schemas import cel as _cel
+    from dramock import cel as _cel
 except ImportError:  # pragma: no cover - depends on the other module being present
     _cel = None
 
@@ -469,7 +469,7 @@ def _dv_fully_qualified_name(name: str, path: str) -> list[Cause]:
 
 def validate_cel_expression(expression: str, path: str, stored: bool = False, gates: FeatureGates | None = None,
                             derived_attribute: bool = False) -> list[Cause]:
-    """validateCELExpression: length limit, then compilation through dramock.schemas.cel when present.
+    """validateCELExpression: length limit, then compilation through dramock.cel when present.
 
     A compile error (CELCompileError) is a FieldValueInvalid with the compiler's message; an estimated cost
     above the limit (CELCostExceeded) is upstream's FieldValueForbidden "too complex, exceeds cost limit".
