@@ -173,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "kubeconfig" and (args.user or args.service_account):
+    if args.command == "kubeconfig" and (args.user or args.service_account or args.example_driver):
         from dramock.auth.flags import identity_kubeconfig
 
         return identity_kubeconfig(args, (args.server or _server_url(args.bind_address, args.port)).rstrip("/"))

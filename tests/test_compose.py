@@ -1,16 +1,17 @@
-"""docker-compose.yml without a container engine: every service runs as a local process, wired exactly as the
-file says, and kubectl drives the stack.
+"""docker-compose.yml without a container engine: every service runs as a local process, wired exactly as the file
+says, and kubectl drives the stack.
 
 Each service's entrypoint + command (the image's ENTRYPOINT from the Dockerfile when it has none) runs with
 `dramock` as `python -m dramock` (a `dramock` and a `python` on the PATH too, for `sh -c` scripts), its
 `environment` merged into ours. A container's filesystem is a directory of its own; each volume is a directory
 mounted over it at the volume's target: a named volume is one directory for every service mounting it, as compose
 shares it, a bind mount one per host path. Absolute paths in arguments, scripts and environment values are mapped
-that way. A published port becomes a free local port: `<service>:<container port>` and `localhost:<published
-port>` in URLs become 127.0.0.1:<that port>, as does the publishing service's `--port`; `--bind-address 0.0.0.0`
-becomes 127.0.0.1. Services start in depends_on order, each condition honoured (service_healthy runs the
-healthcheck command until it passes); a service whose restart policy is "no" or "on-failure" is a one-shot that
-must exit 0.
+that way. A published port becomes a free local port: `<service>:<container port>` and `localhost:<published port>`
+in URLs become 127.0.0.1:<that port>, as does a `--port` or `--secure-port` naming that container port (in the
+publishing service's command, or in any other's when one service publishes it: `dramock kubeconfig --secure-port`
+names the API server's); `--bind-address 0.0.0.0` becomes 127.0.0.1. Services start in depends_on order, each
+condition honoured (service_healthy runs the healthcheck command until it passes); a service whose restart policy is
+"no" or "on-failure" is a one-shot that must exit 0.
 
 What the processes cannot show (they all see one filesystem) is checked on the file itself: a node's kubelet and
 driver mount the same volumes at the same paths. DRAMOCK_COMPOSE_FILE runs the tests against another file."""
@@ -193,10 +194,20 @@ class Stack:
     def local_port(self, service: str, port: str) -> int:
         return self.ports[(service, port)][1]
 
+    def port_for(self, name: str, port: str | None) -> int | None:
+        """The local port a `--port`/`--secure-port` value of service `name` means: its own published port, else
+        the one service's publishing that container port."""
+        if (name, port) in self.ports:
+            return self.ports[(name, port)][1]
+        owners = [local for (_svc, target), (_published, local) in self.ports.items() if target == port]
+        return owners[0] if len(owners) == 1 else None
+
     def rewrite(self, name: str, text: str) -> str:
         for (svc, target), (published, local) in self.ports.items():
             text = re.sub(rf"\b(?:{re.escape(svc)}:{target}|localhost:{published}|localhost:{target})\b",
                           f"127.0.0.1:{local}", text)
+        text = re.sub(r"(--(?:secure-)?port[= ])(\d+)\b",
+                      lambda m: m.group(1) + str(self.port_for(name, m.group(2)) or m.group(2)), text)
         return re.sub(r"(?<![\w.:/$-])/[\w.+@-][\w.+@/-]*", lambda m: self.local_path(name, m.group(0)), text)
 
     def command(self, name: str) -> list[str]:
@@ -204,9 +215,10 @@ class Stack:
         argv = _argv(svc["entrypoint"]) if "entrypoint" in svc else list(self.entrypoint)
         argv += _argv(svc.get("command"))
         argv = [self.rewrite(name, a) for a in argv]
-        for (svc_name, target), (_published, local) in self.ports.items():
-            if svc_name == name and _flag(argv, "--port") == target:
-                argv = _set_flag(argv, "--port", str(local))
+        for flag in ("--port", "--secure-port"):
+            local = self.port_for(name, _flag(argv, flag))
+            if local is not None:
+                argv = _set_flag(argv, flag, str(local))
         if _flag(argv, "--bind-address") == "0.0.0.0":  # stay on the loopback
             argv = _set_flag(argv, "--bind-address", "127.0.0.1")
         head = {"dramock": [sys.executable, "-m", "dramock"], "python": [sys.executable]}.get(argv[0], argv[:1])
