@@ -86,9 +86,9 @@ def add_kubeconfig_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bound-node", default="", help="bind the --service-account token to this Node (the node a "
                    "node-local driver runs on: its associated-node permissions apply there)")
     p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
-                   help="with --service-account: retry for up to this long while the server is not reachable yet "
-                   "or the ServiceAccount or --bound-node Node is not there yet (404), e.g. until a kubelet has "
-                   "registered its Node (default 0: fail at once)")
+                   help="with --service-account or --example-driver: retry for up to this long while the server is "
+                   "not reachable yet or the ServiceAccount or --bound-node Node is not there yet (404), e.g. until "
+                   "a kubelet has registered its Node (default 0: fail at once)")
     p.add_argument("--example-driver", default="", metavar="DRIVER",
                    help="the credentials `serve` gives the example driver DRIVER (gpu.example.com): first create, "
                    "unless they exist, its DeviceClass, the ServiceAccount kube-system/dramock-example-driver, its "
