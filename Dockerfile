@@ -10,8 +10,8 @@ ENV PYTHONUNBUFFERED=1 \
 
 # A non-root user owning every directory a component writes. Named volumes mounted on these paths start as a
 # copy of them, ownership included, so the user can write there too:
-#   /data                               the API server's SQLite database (--data-dir)
-#   /etc/dramock                        the kubeconfig the components share (docker-compose.yml)
+#   /data                               the API server's SQLite database and pki/ (CA, keys) (--data-dir)
+#   /etc/dramock                        the components' kubeconfigs (docker-compose.yml)
 #   /var/lib/kubelet/plugins_registry   registration sockets the kubelet shim watches
 #   /var/lib/kubelet/plugins            DRA driver endpoints (<driver>/dra.sock)
 #   /var/lib/kubelet/cdi                the example driver's CDI spec files
@@ -30,7 +30,7 @@ WORKDIR /home/dramock
 
 ENV DRAMOCK_DATA_DIR=/data
 USER 10001:10001
-EXPOSE 8080
+EXPOSE 8080 6443
 
 ENTRYPOINT ["dramock"]
 CMD ["serve", "--bind-address", "0.0.0.0"]

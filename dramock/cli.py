@@ -161,8 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_check_flags(chk)
     kc = sub.add_parser("kubeconfig", help="print a kubeconfig for a running dramock server")
-    kc.add_argument("--server", default="", help="server URL (default http://127.0.0.1:8080); with --user or "
-                    "--service-account: the plain port, whose host the secure port shares")
+    kc.add_argument("--server", default="", help="server URL (default http://127.0.0.1:8080); with --user, "
+                    "--service-account or --example-driver: the plain port, whose host the secure port shares")
     kc.add_argument("--bind-address", default=DEFAULT_BIND)
     kc.add_argument("--port", type=int, default=DEFAULT_PORT)
     from dramock.auth.flags import add_kubeconfig_flags
@@ -173,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "kubeconfig" and (args.user or args.service_account):
+    if args.command == "kubeconfig" and (args.user or args.service_account or args.example_driver):
         from dramock.auth.flags import identity_kubeconfig
 
         return identity_kubeconfig(args, (args.server or _server_url(args.bind_address, args.port)).rstrip("/"))

