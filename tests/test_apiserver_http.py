@@ -529,7 +529,8 @@ def test_serve_starts_two_ready_nodes_with_example_gpus(tmp_path):
         def ready_nodes():
             _, _, nodes = s.request("GET", "/api/v1/nodes")
             ready = [n["metadata"]["name"] for n in nodes["items"]
-                     if any(c["type"] == "Ready" and c["status"] == "True" for c in (n.get("status") or {}).get("conditions") or [])]
+                     if any(c["type"] == "Ready" and c["status"] == "True"
+                            for c in (n.get("status") or {}).get("conditions") or [])]
             return sorted(ready) == ["node-1", "node-2"]
 
         wait_for(ready_nodes, what="two Ready nodes")
