@@ -17,7 +17,7 @@ from typing import Any
 
 from google.protobuf.message import Message
 
-from .pb.openapiv2 import OpenAPIv2_pb2 as oapi
+from ..pb.openapiv2 import OpenAPIv2_pb2 as oapi
 
 Obj = dict[str, Any]
 

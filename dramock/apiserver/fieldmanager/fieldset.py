@@ -1,0 +1,118 @@
+"""Field sets (Python sets of paths): their FieldsV1 encoding both ways, iteration order and the
+recursive difference."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .paths import FieldSet, Path, PathElement, _pe_sort_key
+from .values import _freeze, _go_json, _thaw
+
+
+def _pe_key(pe: PathElement) -> str:
+    if pe[0] == "f":
+        return "f:" + pe[1]
+    if pe[0] == "k":
+        return "k:" + _go_json({k: _thaw(v) for k, v in pe[1]})
+    if pe[0] == "v":
+        return "v:" + _go_json(_thaw(pe[1]))
+    return f"i:{pe[1]}"
+
+
+class _DecodeError(Exception):
+    pass
+
+
+def _parse_pe_key(key: str) -> PathElement | None:
+    """A FieldsV1 key as a path element; None for prefixes a future version may know."""
+    prefix, _, rest = key.partition(":")
+    try:
+        if prefix == "f":
+            return ("f", rest)
+        if prefix == "k":
+            keys = json.loads(rest)
+            if not isinstance(keys, dict):
+                raise _DecodeError(f"expected a map in key path element {key!r}")
+            return ("k", tuple(sorted((k, _freeze(v)) for k, v in keys.items())))
+        if prefix == "v":
+            return ("v", _freeze(json.loads(rest)))
+        if prefix == "i":
+            return ("i", int(rest))
+    except (ValueError, TypeError) as e:
+        raise _DecodeError(f"parsing key as path element: {e}") from None
+    return None
+
+
+@dataclass
+class _Node:
+    members: set = field(default_factory=set)
+    children: dict = field(default_factory=dict)
+
+
+def _tree(paths: Iterable[Path]) -> _Node:
+    root = _Node()
+    for p in paths:
+        node = root
+        for pe in p[:-1]:
+            node = node.children.setdefault(pe, _Node())
+        node.members.add(p[-1])
+    return root
+
+
+def set_to_fields(paths: Iterable[Path]) -> dict:
+    """A field set in upstream's FieldsV1 shape, keys in upstream's order (`.` first)."""
+    def emit(node: _Node, include_self: bool) -> dict:
+        out: dict = {}
+        if include_self and (node.members or node.children):
+            out["."] = {}
+        for pe in sorted(node.members | node.children.keys(), key=_pe_sort_key):
+            child = node.children.get(pe)
+            out[_pe_key(pe)] = emit(child, pe in node.members) if child else {}
+        return out
+
+    return emit(_tree(paths), False)
+
+
+def fields_to_set(fields: Any) -> FieldSet:
+    """The field set a FieldsV1 document describes."""
+    def read(d: Any, prefix: Path, out: FieldSet) -> bool:
+        """Adds d's paths under prefix; True when d marks `prefix` itself as a member."""
+        if not isinstance(d, dict):
+            raise _DecodeError("expected an object in FieldsV1")
+        has_child = False
+        for key, val in d.items():
+            if key == ".":
+                continue
+            pe = _parse_pe_key(key)
+            if pe is None:
+                continue
+            has_child = True
+            p = prefix + (pe,)
+            if read(val, p, out):
+                out.add(p)
+        return "." in d or not has_child
+
+    out: FieldSet = set()
+    read(fields or {}, (), out)
+    return out
+
+
+def _iterate(paths: Iterable[Path]) -> Iterator[Path]:
+    """fieldpath.Set.Iterate order: a node's members, then its children depth-first, all sorted."""
+    def walk(node: _Node, prefix: Path) -> Iterator[Path]:
+        for pe in sorted(node.members, key=_pe_sort_key):
+            yield prefix + (pe,)
+        for pe in sorted(node.children, key=_pe_sort_key):
+            yield from walk(node.children[pe], prefix + (pe,))
+
+    return walk(_tree(paths), ())
+
+
+def _recursive_difference(s: FieldSet, excluded: FieldSet) -> FieldSet:
+    """Drop every path equal to or under one of `excluded`."""
+    if not excluded:
+        return set(s)
+    return {p for p in s if not any(p[:i] in excluded for i in range(1, len(p) + 1))}

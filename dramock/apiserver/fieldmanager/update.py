@@ -1,0 +1,129 @@
+"""Updates (create, update, non-apply patch): which managedFields a request starts from, the Update
+entry the writer gains, and the cap on the number of update managers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+from dramock.jsonvalue import clone
+from dramock.schemas import defs
+
+from .fieldset import _DecodeError, _recursive_difference
+from .managed_fields import (
+    STRIPPED,
+    Managed,
+    _decode_managed,
+    _decode_or_empty,
+    _Entry,
+    _store_managed,
+    _unix,
+    _without_managed_fields,
+)
+from .objects import _ignored, _meta, _with_zero, _zero_object
+from .paths import FieldSet
+from .schema import _root
+from .typed import _comparison
+from .values import Obj
+
+MAX_UPDATE_MANAGERS = 10  # managedfields DefaultMaxUpdateManagers
+OLD_UPDATES_MANAGER = "ancient-changes"
+
+
+def _is_reset(entries: Any) -> bool:
+    """`managedFields: []` or `[{}]` in a request clears the tracking."""
+    if not isinstance(entries, list):
+        return False
+    return not entries or (len(entries) == 1 and isinstance(entries[0], dict)
+                           and not any(entries[0].values()))
+
+
+def _managed_for_update(old: Obj | None, new: Obj, subresource: str) -> Managed:
+    """decodeLiveOrNew: the request's managedFields when it carries usable ones, else the live ones."""
+    old_entries = ((old or {}).get("metadata") or {}).get("managedFields")
+    if subresource:
+        return _decode_or_empty(old_entries)
+    new_entries = (new.get("metadata") or {}).get("managedFields")
+    if _is_reset(new_entries):
+        return {}
+    try:
+        managed = _decode_managed(new_entries)
+    except _DecodeError:
+        managed = {}
+    return managed or _decode_or_empty(old_entries)
+
+
+def _cap_update_managers(managed: Managed) -> Managed:
+    """Merge the oldest Update entries into per-version "ancient-changes" entries beyond ten."""
+    updaters = [i for i, e in managed.items() if e.operation == "Update"]
+    if len(updaters) <= MAX_UPDATE_MANAGERS:
+        return managed
+    updaters.sort(key=lambda i: (_unix(managed[i].time), i))
+    first_by_version: dict[str, str] = {}
+    length = len(updaters)
+    for ident in updaters:
+        if length <= MAX_UPDATE_MANAGERS:
+            break
+        e = managed[ident]
+        bucket = _Entry(OLD_UPDATES_MANAGER, "Update", e.api_version, "", set())
+        first = first_by_version.get(e.api_version)
+        if first is None:
+            first_by_version[e.api_version] = ident
+            continue
+        if bucket.ident not in managed:
+            bucket.fields = managed.pop(first).fields
+            managed[bucket.ident] = bucket
+        b = managed[bucket.ident]
+        b.fields = e.fields | b.fields
+        b.time = e.time  # the merged update is the more recent one
+        del managed[ident]
+        length -= 1
+    return managed
+
+
+def _record_update(root: defs.Schema, live: Obj, new: Obj, managed: Managed, me: _Entry, now: str,
+                   ignored: FieldSet) -> Managed:
+    """An Update by `me`: it gains what changed; others lose what changed and everyone loses removals.
+
+    As upstream, the change set is computed for a temporary "current-operation" manager and merged
+    into `me`'s entry, whose time moves only when this write changed something.
+    """
+    c = _comparison(root, live, new)
+    seen = c.excluding(ignored)
+    changed = seen.modified | seen.added
+    out: Managed = {}
+    for ident, e in managed.items():
+        rest = e.fields - changed - seen.removed
+        if rest:
+            out[ident] = replace(e, fields=rest)
+    current = _recursive_difference((c.modified | c.added) - c.removed, ignored) - STRIPPED
+    if current:
+        prev = out.get(me.ident)
+        out[me.ident] = replace(me, fields=current | (prev.fields if prev else set()), time=now)
+    return out
+
+
+def track_update(old: Obj | None, new: Obj, *, manager: str, api_version: str, definition: str,
+                 subresource: str = "", now: str, reset_fields: Iterable[str] = ()) -> Obj:
+    """`new` with metadata.managedFields updated for a create (old None), update or patch by `manager`.
+
+    `api_version` is the request's group/version, `now` an RFC 3339 timestamp, `reset_fields` the
+    dotted top-level paths the strategy resets for this endpoint ("status" on the main resource,
+    "spec"/"metadata" on status), which nobody gains by writing them.
+    """
+    result = clone(new)
+    if not isinstance(result.get("metadata"), dict):
+        return result
+    managed = _managed_for_update(old, new, subresource)
+    result["metadata"].pop("managedFields", None)
+    if not managed and old is not None and _meta(old).get("uid"):
+        # skipNonAppliedManager: an existing object that is not tracked stays untracked on update.
+        return result
+    root = _root(definition)
+    zero = _zero_object(definition, api_version)
+    live = _with_zero(_without_managed_fields(old, copy=False), zero) if old is not None else zero
+    me = _Entry(manager or "unknown", "Update", api_version, subresource, set())
+    managed = _record_update(root, live, _with_zero(result, zero), managed, me, now, _ignored(reset_fields))
+    _store_managed(result, _cap_update_managers(managed))
+    return result
