@@ -15,7 +15,6 @@ from .values import _freeze
 MISSING: Any = object()  # "absent", as opposed to an explicit null (None)
 _BAD: Any = object()  # a value whose JSON type does not fit the schema
 
-
 UNTYPED: defs.Schema = {}
 
 
