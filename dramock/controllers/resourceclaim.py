@@ -33,6 +33,8 @@ FINALIZER = "resource.kubernetes.io/delete-protection"
 FIELD_MANAGER = "ResourceClaimController"
 # Same limit as upstream's ResourceClaimReservedForMaxSize.
 RESERVED_FOR_MAX = 256
+# Workers, as kube-controller-manager's --concurrent-resourceclaim-syncs default.
+CONCURRENT_RESOURCECLAIM_SYNCS = 50
 
 
 class ClaimNotFound(Exception):
@@ -107,7 +109,7 @@ def claim_metric_labels(claim: Obj) -> tuple[str, str, str]:
 
 
 class ResourceClaimController:
-    def __init__(self, client: Client, workers: int = 4):
+    def __init__(self, client: Client, workers: int = CONCURRENT_RESOURCECLAIM_SYNCS):
         self.client = client
         self.workers = workers
         self.pods = Informer(client, "/api/v1/pods")
