@@ -407,6 +407,18 @@ async def run(args: argparse.Namespace, tmp: str, procs: list, url: str) -> list
         for w in (watch, claims):
             if w.task is not None:
                 w.task.cancel()
+        if args.requests:
+            async with s.get(url + "/metrics") as r:
+                text = await r.text()
+            print("API requests over the whole run (apiserver_request_total, by verb/resource/subresource):")
+            counts: collections.Counter[str] = collections.Counter()
+            for line in text.splitlines():
+                if line.startswith("apiserver_request_total{"):
+                    labels = dict(kv.split("=", 1) for kv in line[line.index("{") + 1:line.rindex("}")].split(","))
+                    key = "/".join(labels.get(k, '""').strip('"') for k in ("verb", "resource", "subresource"))
+                    counts[key] += int(float(line.rsplit(" ", 1)[1]))
+            for key, n in counts.most_common(20):
+                print(f"  {n:>8}  {key}")
     return rows
 
 
@@ -425,6 +437,7 @@ def main() -> None:
                    help="run this component under cProfile and print its top functions")
     p.add_argument("--keep-logs", action="store_true", help="print the temp dir and keep it (component logs)")
     p.add_argument("--json", action="store_true", help="also print one JSON line per workload")
+    p.add_argument("--requests", action="store_true", help="print the API server's request counts at the end")
     args = p.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the components are stopped too
     if args.steady_pods < 0:
