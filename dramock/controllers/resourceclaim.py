@@ -20,7 +20,7 @@ import logging
 from collections import OrderedDict
 from typing import Any
 
-from dramock.client.informer import Informer, WorkQueue, run_worker
+from dramock.client.informer import WorkQueue, run_worker, shared_informer
 from dramock.client.rest import APIStatusError, Client, resource_path
 
 log = logging.getLogger("dramock.controllers.resourceclaim")
@@ -112,9 +112,9 @@ class ResourceClaimController:
     def __init__(self, client: Client, workers: int = CONCURRENT_RESOURCECLAIM_SYNCS):
         self.client = client
         self.workers = workers
-        self.pods = Informer(client, "/api/v1/pods")
-        self.claims = Informer(client, resource_path(GROUP, VERSION, "resourceclaims"))
-        self.templates = Informer(client, resource_path(GROUP, VERSION, "resourceclaimtemplates"))
+        self.pods = shared_informer(client, "/api/v1/pods")
+        self.claims = shared_informer(client, resource_path(GROUP, VERSION, "resourceclaims"))
+        self.templates = shared_informer(client, resource_path(GROUP, VERSION, "resourceclaimtemplates"))
         self.queue = WorkQueue()
         # UIDs of pods seen deleted (upstream's deletedObjects LRU): no API call needed to drop their reservations.
         self.deleted_pods: OrderedDict[str, None] = OrderedDict()
