@@ -350,8 +350,8 @@ def start_components(tmp: str, url: str, port: int, profile: str) -> list[tuple[
     def dramock(name: str, *args: str) -> list[str]:
         if name != profile:
             return [sys.executable, "-m", "dramock", name, *args]
-        return [sys.executable, "-m", "cProfile", "-o", os.path.join(tmp, f"{name}.prof"), "-m", "dramock", name,
-                *args]
+        return [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpuprofile.py"),
+                os.path.join(tmp, f"{name}.prof"), "dramock", name, *args]
 
     procs = [spawn("apiserver", dramock("apiserver", "--port", str(port), "--secure-port", "0",
                                              "--data-dir", os.path.join(tmp, "data")))]
@@ -434,7 +434,7 @@ def main() -> None:
     p.add_argument("--steady-rate", type=float, default=50, help="pods deleted and created per second")
     p.add_argument("--timeout", type=float, default=900, help="seconds to wait for pods to be bound")
     p.add_argument("--profile", default="", choices=("", "apiserver", "controller-manager", "scheduler"),
-                   help="run this component under cProfile and print its top functions")
+                   help="run this component under cProfile (CPU time) and print its top functions")
     p.add_argument("--keep-logs", action="store_true", help="print the temp dir and keep it (component logs)")
     p.add_argument("--json", action="store_true", help="also print one JSON line per workload")
     p.add_argument("--requests", action="store_true", help="print the API server's request counts at the end")
