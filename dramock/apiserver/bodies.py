@@ -84,9 +84,9 @@ def _finish(value: Any, path: str, dups: list[str], depth: int, fix_surrogates: 
     return value
 
 
-# The end of an object key: its closing quote, optional whitespace, the colon. Every key ends with one such
-# match; a string value may hold more ("a\":"). See _fast_load.
-_KEY_END = re.compile(rb'"[ \t\r\n]*:')
+# Every string of a valid JSON text in order (outside strings a quote only opens one), with the colon that
+# follows it when the string is an object key. See _fast_load.
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"([ \t\r\n]*:)?')
 
 
 def _plain_count(value: Any, depth: int) -> int:
@@ -119,9 +119,8 @@ def _fast_load(body: bytes) -> Any:
     """The value of a body that needs none of load_json's repairs, or None (then the slow path runs).
 
     orjson refuses everything Go would have to repair or refuse here (invalid UTF-8, lone surrogates, NaN,
-    1e999) and keeps the last of duplicate keys silently. Duplicates are ruled out by counting: a body has
-    at least as many key-ending matches of _KEY_END as key tokens, and the decoded value has as many keys
-    as key tokens only when no key repeats; so equal counts mean every match is a key and none repeats.
+    1e999) and keeps the last of duplicate keys silently. Duplicates are ruled out by counting: the decoded
+    value has as many keys as the text has key tokens only when no key repeats.
     """
     try:
         value = orjson.loads(body)
@@ -130,7 +129,7 @@ def _fast_load(body: bytes) -> Any:
     if type(value) is not dict:
         return None
     keys = _plain_count(value, 1)
-    if keys < 0 or keys != len(_KEY_END.findall(body)):
+    if keys < 0 or keys != sum(1 for colon in _STRING.findall(body) if colon):
         return None
     return value
 
