@@ -212,7 +212,8 @@ async def scale_out(args: argparse.Namespace) -> None:
                 for i in range(count):
                     port = free_port()
                     procs.append(subprocess.Popen(
-                        [sys.executable, "-m", "dramock", "apiserver", "--port", str(port), "--data-dir",
+                        [sys.executable, "-m", "dramock", "apiserver", "--port", str(port), "--secure-port", "0",
+                         "--data-dir",
                          os.path.join(tmp, f"data-{i}"), "--database-url", args.database_url],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
                     urls.append(f"http://127.0.0.1:{port}")
@@ -261,7 +262,7 @@ async def main() -> None:
         try:
             dport, bport = free_port(), free_port()
             procs.append(subprocess.Popen([sys.executable, "-m", "dramock", "apiserver", "--port", str(dport),
-                                           "--data-dir", os.path.join(tmp, "data")],
+                                           "--secure-port", "0", "--data-dir", os.path.join(tmp, "data")],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             procs.append(subprocess.Popen([sys.executable, "-c", BASELINE, str(bport)],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))

@@ -90,6 +90,7 @@ class PodWatch:
     def __init__(self, session: aiohttp.ClientSession, url: str):
         self.session, self.url = session, url
         self.bound: dict[str, float] = {}
+        self.named: dict[str, float] = {}  # pod -> when its status first named its claim (controller's patch)
         self.changed = asyncio.Event()
         self.task: asyncio.Task | None = None
 
@@ -113,11 +114,16 @@ class PodWatch:
                 ev = json.loads(line)
                 if ev["type"] == "ERROR":
                     raise RuntimeError(f"watch pods: {ev['object']}")
-                if ev["type"] in ("ADDED", "MODIFIED") and ev["object"]["spec"].get("nodeName"):
-                    name = ev["object"]["metadata"]["name"]
-                    if name not in self.bound:
-                        self.bound[name] = time.perf_counter()
-                        self.changed.set()
+                if ev["type"] not in ("ADDED", "MODIFIED"):
+                    continue
+                obj = ev["object"]
+                name = obj["metadata"]["name"]
+                if name not in self.named and any(s.get("resourceClaimName") for s in
+                                                  (obj.get("status") or {}).get("resourceClaimStatuses") or []):
+                    self.named[name] = time.perf_counter()
+                if obj["spec"].get("nodeName") and name not in self.bound:
+                    self.bound[name] = time.perf_counter()
+                    self.changed.set()
 
     async def wait_bound(self, names, timeout: float) -> bool:
         """True once every name is bound; False on timeout."""
@@ -137,6 +143,59 @@ class PodWatch:
                 await asyncio.wait_for(self.changed.wait(), min(left, 1.0))
             except asyncio.TimeoutError:
                 pass
+
+
+class ClaimWatch:
+    """Streams the namespace's ResourceClaims: per owning pod, when its claim was created and first allocated."""
+
+    def __init__(self, session: aiohttp.ClientSession, url: str):
+        self.session, self.url = session, url
+        self.created: dict[str, float] = {}
+        self.allocated: dict[str, float] = {}
+        self.task: asyncio.Task | None = None
+
+    async def start(self) -> None:
+        path = self.url + RESOURCE + f"/namespaces/{NS}/resourceclaims"
+        async with self.session.get(path) as r:
+            rv = (await r.json())["metadata"]["resourceVersion"]
+        started = asyncio.Event()
+        self.task = asyncio.create_task(self._run(path, rv, started))
+        await started.wait()
+
+    async def _run(self, path: str, rv: str, started: asyncio.Event) -> None:
+        params = {"watch": "1", "resourceVersion": rv, "timeoutSeconds": "3600"}
+        async with self.session.get(path, params=params) as r:
+            started.set()
+            async for line in r.content:
+                ev = json.loads(line)
+                if ev["type"] not in ("ADDED", "MODIFIED"):
+                    continue
+                obj = ev["object"]
+                owner = next((o["name"] for o in obj["metadata"].get("ownerReferences") or []
+                              if o.get("kind") == "Pod"), None)
+                if owner is None:
+                    continue
+                now = time.perf_counter()
+                self.created.setdefault(owner, now)
+                if (obj.get("status") or {}).get("allocation"):
+                    self.allocated.setdefault(owner, now)
+
+
+def phases(created: dict[str, float], pods: PodWatch, claims: ClaimWatch) -> dict[str, float]:
+    """Median milliseconds of each step: pod created -> claim created -> pod status names it -> claim
+    allocated -> pod bound (pods that went through every step)."""
+    steps = [("claim_created", claims.created), ("status_named", pods.named), ("allocated", claims.allocated),
+             ("bound", pods.bound)]
+    names = [n for n in created if all(n in d for _, d in steps)]
+    out: dict[str, float] = {}
+    if not names:
+        return out
+    prev = {n: created[n] for n in names}
+    for step, times in steps:
+        d = sorted((times[n] - prev[n]) * 1000 for n in names)
+        out[step] = d[len(d) // 2]
+        prev = {n: times[n] for n in names}
+    return out
 
 
 # ---------------------------------------------------------------- HTTP helpers
@@ -213,6 +272,7 @@ async def burst(s: aiohttp.ClientSession, url: str, watch: PodWatch, args: argpa
     res = stats(created, watch.bound, start)
     res["create_secs"] = create_secs
     res["complete"] = complete
+    res["created"] = created
     return res
 
 
@@ -268,6 +328,7 @@ async def steady(s: aiohttp.ClientSession, url: str, watch: PodWatch, args: argp
     window = time.perf_counter() - start
     complete = await watch.wait_bound([n for n in created if n not in gone], args.timeout)
     res = stats(created, watch.bound, start)
+    res["created"] = created
     res["deleted_unbound"] = len(gone & set(created))
     res["create_secs"] = window
     res["complete"] = complete
@@ -289,10 +350,11 @@ def start_components(tmp: str, url: str, port: int, profile: str) -> list[tuple[
     def dramock(name: str, *args: str) -> list[str]:
         if name != profile:
             return [sys.executable, "-m", "dramock", name, *args]
-        return [sys.executable, "-m", "cProfile", "-o", os.path.join(tmp, f"{name}.prof"), "-m", "dramock", name,
-                *args]
+        return [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpuprofile.py"),
+                os.path.join(tmp, f"{name}.prof"), "dramock", name, *args]
 
-    procs = [spawn("apiserver", dramock("apiserver", "--port", str(port), "--data-dir", os.path.join(tmp, "data")))]
+    procs = [spawn("apiserver", dramock("apiserver", "--port", str(port), "--secure-port", "0",
+                                             "--data-dir", os.path.join(tmp, "data")))]
     procs.append(spawn("controller-manager", dramock("controller-manager", "--kubeconfig", kubeconfig)))
     procs.append(spawn("scheduler", dramock("scheduler", "--server", url)))
     return procs
@@ -316,12 +378,18 @@ async def run(args: argparse.Namespace, tmp: str, procs: list, url: str) -> list
         setup_secs = await setup(s, url, args)
         watch = PodWatch(s, url)
         await watch.start()
+        claims = ClaimWatch(s, url)
+        await claims.start()
         warm = await warm_up(s, url, watch)
         print(f"setup: {args.nodes} nodes + slices in {setup_secs:.1f}s; warm-up pod bound in {warm:.1f}s",
               flush=True)
         cpu0 = {name: cpu_seconds(p.pid) for name, p in procs}
+        t0 = time.perf_counter()
         res = await burst(s, url, watch, args)
         cpu1 = {name: cpu_seconds(p.pid) for name, p in procs}
+        t1 = time.perf_counter()
+        res["wall"] = t1 - t0
+        res["phases"] = phases(res.pop("created"), watch, claims)
         rows.append((f"SchedulingWithResourceClaimTemplate {args.nodes}n/{args.pods}p", res,
                      {k: cpu1[k] - cpu0[k] for k in cpu0}))
         print(f"  burst: {res['n']}/{res['of']} bound in {res['secs']:.1f}s (creates took "
@@ -330,12 +398,27 @@ async def run(args: argparse.Namespace, tmp: str, procs: list, url: str) -> list
             live = collections.deque(f"pod-{i}" for i in range(args.pods))
             res = await steady(s, url, watch, args, live)
             cpu2 = {name: cpu_seconds(p.pid) for name, p in procs}
+            res["wall"] = time.perf_counter() - t1
+            res["phases"] = phases(res.pop("created"), watch, claims)
             print(f"  steady: {res['n']}/{res['of']} bound, {res['deleted_unbound']} deleted before binding, "
                   f"last bind {res['secs']:.1f}s after start", flush=True)
             rows.append((f"SteadyState {args.steady_pods}p @{args.steady_rate:g}/s x{args.steady_seconds:g}s",
                          res, {k: cpu2[k] - cpu1[k] for k in cpu1}))
-        if watch.task is not None:
-            watch.task.cancel()
+        for w in (watch, claims):
+            if w.task is not None:
+                w.task.cancel()
+        if args.requests:
+            async with s.get(url + "/metrics") as r:
+                text = await r.text()
+            print("API requests over the whole run (apiserver_request_total, by verb/resource/subresource):")
+            counts: collections.Counter[str] = collections.Counter()
+            for line in text.splitlines():
+                if line.startswith("apiserver_request_total{"):
+                    labels = dict(kv.split("=", 1) for kv in line[line.index("{") + 1:line.rindex("}")].split(","))
+                    key = "/".join(labels.get(k, '""').strip('"') for k in ("verb", "resource", "subresource"))
+                    counts[key] += int(float(line.rsplit(" ", 1)[1]))
+            for key, n in counts.most_common(20):
+                print(f"  {n:>8}  {key}")
     return rows
 
 
@@ -351,8 +434,10 @@ def main() -> None:
     p.add_argument("--steady-rate", type=float, default=50, help="pods deleted and created per second")
     p.add_argument("--timeout", type=float, default=900, help="seconds to wait for pods to be bound")
     p.add_argument("--profile", default="", choices=("", "apiserver", "controller-manager", "scheduler"),
-                   help="run this component under cProfile and print its top functions")
+                   help="run this component under cProfile (CPU time) and print its top functions")
     p.add_argument("--keep-logs", action="store_true", help="print the temp dir and keep it (component logs)")
+    p.add_argument("--json", action="store_true", help="also print one JSON line per workload")
+    p.add_argument("--requests", action="store_true", help="print the API server's request counts at the end")
     args = p.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the components are stopped too
     if args.steady_pods < 0:
@@ -381,15 +466,29 @@ def main() -> None:
 
     print(f"DRA scheduling: {args.nodes} nodes x {args.devices} devices ({DRIVER}), one claim per pod from "
           f"a ResourceClaimTemplate, concurrency {args.concurrency}")
-    header = f"{'workload':<48}{'bound':>12}{'pods/s':>9}{'p50 ms':>10}{'p99 ms':>10}   cpu s (api/cm/sched)"
+    header = (f"{'workload':<48}{'bound':>12}{'pods/s':>9}{'p50 ms':>10}{'p99 ms':>10}{'wall s':>8}"
+              f"   cpu s (api/cm/sched)   cpu % of one core (api/cm/sched)")
     print(header)
     print("-" * len(header))
+    components = ("apiserver", "controller-manager", "scheduler")
     for name, r, cpu in rows:
-        cpus = "/".join(f"{cpu[k]:.1f}" for k in ("apiserver", "controller-manager", "scheduler"))
+        cpus = "/".join(f"{cpu[k]:.1f}" for k in components)
+        util = "/".join(f"{100 * cpu[k] / r['wall']:.0f}" for k in components)
         bound = f"{r['n']}/{r['of']}"
-        print(f"{name:<48}{bound:>12}{r['ops']:>9.1f}{r['p50']:>10.0f}{r['p99']:>10.0f}   {cpus}")
+        print(f"{name:<48}{bound:>12}{r['ops']:>9.1f}{r['p50']:>10.0f}{r['p99']:>10.0f}{r['wall']:>8.1f}"
+              f"   {cpus:<22} {util}")
+    for name, r, _ in rows:
+        if r.get("phases"):
+            steps = " -> ".join(f"{k} +{v:.0f}" for k, v in r["phases"].items())
+            print(f"  {name}: median ms per step: created -> {steps}")
     print(f"(pods/s = pods bound / first create to last bind; latency = POST to bind seen on a watch; "
           f"upstream CI minimum for SchedulingWithResourceClaimTemplate: {UPSTREAM_MIN:g} pods/s)")
+    if args.json:
+        for name, r, cpu in rows:
+            print(json.dumps({"workload": name, "bound": r["n"], "of": r["of"], "pods_per_s": round(r["ops"], 2),
+                              "p50_ms": round(r["p50"], 1), "p99_ms": round(r["p99"], 1),
+                              "cpu_s": {k: round(v, 2) for k, v in cpu.items()}, "wall_s": round(r["wall"], 2),
+                              "phases_ms": {k: round(v, 1) for k, v in (r.get("phases") or {}).items()}}))
     if args.profile:
         import pstats
 

@@ -47,7 +47,8 @@ async def main() -> None:
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         port, data = free_port(), os.path.join(tmp, "data")
-        proc = subprocess.Popen([sys.executable, "-m", "dramock", "apiserver", "--port", str(port), "--data-dir", data,
+        proc = subprocess.Popen([sys.executable, "-m", "dramock", "apiserver", "--port", str(port),
+                                 "--secure-port", "0", "--data-dir", data,
                                  *args.extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         url = f"http://127.0.0.1:{port}"
         db = os.path.join(data, "dramock.db")

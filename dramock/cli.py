@@ -121,6 +121,11 @@ def build_parser() -> argparse.ArgumentParser:
     cm.add_argument("--node-monitor-grace-period", type=float, default=50.0, metavar="SECONDS",
                     help="how long a node's kubelet may go without renewing its Lease before the node is "
                          "marked Unknown and tainted unreachable (as kube-controller-manager, default 50s)")
+    from dramock.controllers.resourceclaim import CONCURRENT_RESOURCECLAIM_SYNCS
+
+    cm.add_argument("--concurrent-resourceclaim-syncs", type=int, default=CONCURRENT_RESOURCECLAIM_SYNCS,
+                    metavar="N", help="claims and pods the ResourceClaim controller syncs at once "
+                    "(as kube-controller-manager, default 50)")
     from dramock.client.leaderelection import add_leader_election_flags
 
     add_leader_election_flags(cm, "kube-controller-manager")
@@ -190,9 +195,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"dramock controller-manager: {e}", file=sys.stderr)
             return 2
         configure_logging(args.verbosity)
+        if args.concurrent_resourceclaim_syncs < 1:
+            print("dramock controller-manager: --concurrent-resourceclaim-syncs must be at least 1", file=sys.stderr)
+            return 2
         return run_controller_manager(args.kubeconfig, f"dramock-controller-manager/{__version__}", election,
                                       args.pod_gc_interval, args.pod_gc_quarantine,
-                                      args.node_monitor_grace_period)
+                                      args.node_monitor_grace_period, args.concurrent_resourceclaim_syncs)
     if args.command == "scheduler":
         from dramock.scheduler.__main__ import run_from_args
 

@@ -21,9 +21,11 @@ import math
 import re
 from typing import Any
 
+import orjson
 import yaml
 
 MAX_DEPTH = 200
+MAX_FAST = 1 << 20  # bodies up to this size try the orjson path first
 
 
 class BodyError(ValueError):
@@ -82,8 +84,62 @@ def _finish(value: Any, path: str, dups: list[str], depth: int, fix_surrogates: 
     return value
 
 
+# Every string of a valid JSON text in order (outside strings a quote only opens one), with the colon that
+# follows it when the string is an object key. See _fast_load.
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"([ \t\r\n]*:)?')
+
+
+def _plain_count(value: Any, depth: int) -> int:
+    """The keys in a decoded value; -1 when it holds a float (orjson reads integers beyond 64 bits as
+    floats, Python's json as ints) or nests deeper than MAX_DEPTH: the slow path decides those."""
+    if depth > MAX_DEPTH:
+        return -1
+    if type(value) is dict:
+        n = len(value)
+        for v in value.values():
+            if type(v) in (dict, list, float):
+                c = _plain_count(v, depth + 1)
+                if c < 0:
+                    return -1
+                n += c
+        return n
+    if type(value) is list:
+        n = 0
+        for v in value:
+            if type(v) in (dict, list, float):
+                c = _plain_count(v, depth + 1)
+                if c < 0:
+                    return -1
+                n += c
+        return n
+    return -1 if type(value) is float else 0
+
+
+def _fast_load(body: bytes) -> Any:
+    """The value of a body that needs none of load_json's repairs, or None (then the slow path runs).
+
+    orjson refuses everything Go would have to repair or refuse here (invalid UTF-8, lone surrogates, NaN,
+    1e999) and keeps the last of duplicate keys silently. Duplicates are ruled out by counting: the decoded
+    value has as many keys as the text has key tokens only when no key repeats.
+    """
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if type(value) is not dict:
+        return None
+    keys = _plain_count(value, 1)
+    if keys < 0 or keys != sum(1 for colon in _STRING.findall(body) if colon):
+        return None
+    return value
+
+
 def load_json(body: bytes | str) -> tuple[Any, list[str]]:
     """(value, duplicate key paths); BodyError or json.JSONDecodeError on bad input."""
+    if isinstance(body, bytes) and len(body) < MAX_FAST:
+        value = _fast_load(body)
+        if value is not None:
+            return value, []
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
     try:
         value = json.loads(text, object_pairs_hook=_pairs_hook, parse_constant=_reject_constant,

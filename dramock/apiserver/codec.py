@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from dramock import errors
+from dramock import errors, fastjson
 from dramock.apiserver import bodies, protobuf
 from dramock.jsonvalue import go_type_name
 from dramock.schemas import registry, structural
@@ -224,7 +224,7 @@ def negotiate_error(accept_header: str | None) -> Accept:
 
 
 def dumps(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    return fastjson.dumps(obj)
 
 
 def to_yaml(obj: Any) -> str:

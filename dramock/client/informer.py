@@ -34,12 +34,17 @@ def object_key(obj: Obj) -> str:
 
 
 class Informer:
+    """Several users may `run` one informer (a shared informer): one list and one watch serve them all, and
+    it stops when the last of them stops. Handlers are added before the first `run`."""
+
     def __init__(self, client: Client, path: str):
         self.client = client
         self.path = path
         self.cache: dict[str, Obj] = {}
         self.handlers: list[Handler] = []
         self.synced = asyncio.Event()
+        self._runner: asyncio.Future | None = None
+        self._users = 0
 
     def add_handler(self, handler: Handler) -> None:
         self.handlers.append(handler)
@@ -62,6 +67,20 @@ class Informer:
                 log.exception("informer %s: handler failed", self.path)
 
     async def run(self, stop: asyncio.Event) -> None:
+        self._users += 1
+        if self._runner is None or self._runner.done():
+            self._runner = asyncio.ensure_future(self._run(stop))
+        runner = self._runner
+        try:
+            await asyncio.shield(runner)
+        finally:
+            self._users -= 1
+            if self._users == 0 and not runner.done():
+                runner.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await runner
+
+    async def _run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             try:
                 listed = await self.client.request("GET", self.path)
@@ -99,6 +118,17 @@ class Informer:
             except (aiohttp.ClientError, APIStatusError, asyncio.TimeoutError, KeyError, ValueError) as e:
                 log.debug("informer %s: %s; relisting", self.path, e)
                 await asyncio.sleep(0.5)
+
+
+def shared_informer(client: Client, path: str) -> Informer:
+    """The client's one informer of `path` when the client shares informers (`client.shared_informers` is a
+    dict, as the controller manager sets it: client-go's SharedInformerFactory), else a new informer."""
+    shared = getattr(client, "shared_informers", None)
+    if shared is None:
+        return Informer(client, path)
+    if path not in shared:
+        shared[path] = Informer(client, path)
+    return shared[path]
 
 
 async def list_and_watch(client: Client, path: str, on_event: Callable[[str, Obj], Any], stop: asyncio.Event) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import logging
 import os
 import ssl as ssl_module
@@ -15,6 +14,8 @@ from urllib.parse import urlencode
 
 import aiohttp
 import yaml
+
+from dramock import fastjson
 
 log = logging.getLogger("dramock.client")
 
@@ -130,12 +131,12 @@ class Client:
                       content_type: str = "application/json") -> Obj:
         s = await self.session()
         url = self.server + path + (("?" + urlencode(params)) if params else "")
-        data = json.dumps(body) if body is not None else None
+        data = fastjson.dumpb(body) if body is not None else None
         for attempt in range(MAX_RETRIES + 1):
             async with s.request(method, url, data=data, headers={"Content-Type": content_type},
                                  timeout=aiohttp.ClientTimeout(total=60)) as r:
                 raw = await r.read()
-                payload = json.loads(raw) if raw else {}
+                payload = fastjson.loads(raw) if raw else {}
                 if r.status < 300:
                     return payload
                 wait = retry_after(r.status, r.headers.get("Retry-After"))
@@ -151,7 +152,7 @@ class Client:
         q = dict(params, watch="1")
         async with s.get(self.server + path + "?" + urlencode(q)) as r:
             if r.status >= 300:
-                raise APIStatusError(r.status, json.loads(await r.read() or b"{}"))
+                raise APIStatusError(r.status, fastjson.loads(await r.read() or b"{}"))
             async for line in r.content:
                 if line.strip():
-                    yield json.loads(line)
+                    yield fastjson.loads(line)

@@ -19,7 +19,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from dramock.client.informer import Informer, WorkQueue, run_worker
+from dramock.client.informer import WorkQueue, run_worker, shared_informer
 from dramock.client.rest import APIStatusError, Client, resource_path
 from dramock.schemas import registry
 from dramock.schemas.registry import Kind
@@ -79,7 +79,7 @@ class GarbageCollector:
         self.kinds = gc_kinds()
         self.informers = []
         for k in self.kinds:
-            inf = Informer(client, resource_path(k.group, k.version, k.plural))
+            inf = shared_informer(client, resource_path(k.group, k.version, k.plural))
             inf.add_handler(self._handler(k))
             self.informers.append(inf)
         self.nodes: dict[str, Node] = {}

@@ -15,7 +15,11 @@ from dramock.controllers.namespace import NamespaceController
 from dramock.controllers.nodelifecycle import GRACE_PERIOD, NodeLifecycleController
 from dramock.controllers.podgc import GC_INTERVAL, QUARANTINE, PodGC
 from dramock.controllers.quota import QuotaController
-from dramock.controllers.resourceclaim import ResourceClaimController, register_metrics
+from dramock.controllers.resourceclaim import (
+    CONCURRENT_RESOURCECLAIM_SYNCS,
+    ResourceClaimController,
+    register_metrics,
+)
 from dramock.controllers.resourcepoolstatus import ResourcePoolStatusController
 from dramock.controllers.workloads.controllers import WorkloadControllers
 
@@ -24,15 +28,19 @@ log = logging.getLogger("dramock.controllers.manager")
 
 class ControllerManager:
     def __init__(self, client: Client, pod_gc_interval: float = GC_INTERVAL, pod_gc_quarantine: float = QUARANTINE,
-                 node_monitor_grace_period: float = GRACE_PERIOD):
+                 node_monitor_grace_period: float = GRACE_PERIOD,
+                 resourceclaim_syncs: int = CONCURRENT_RESOURCECLAIM_SYNCS):
         self.client = client
+        # One informer per collection for all the controllers (pods, nodes and claims are watched by several).
+        if getattr(client, "shared_informers", None) is None:
+            client.shared_informers = {}
         self.nodelifecycle = NodeLifecycleController(client, node_monitor_grace_period,
                                                      min(5.0, node_monitor_grace_period))
         self.podgc = PodGC(client, pod_gc_interval, pod_gc_quarantine)
         self.workloads = WorkloadControllers(client)
         self.namespace = NamespaceController(client)
         self.quota = QuotaController(client)
-        self.resourceclaim = ResourceClaimController(client)
+        self.resourceclaim = ResourceClaimController(client, resourceclaim_syncs)
         self.garbagecollector = GarbageCollector(client)
         self.resourcepoolstatus = ResourcePoolStatusController(client)  # idle unless its API is served
         self.clusterroleaggregation = ClusterRoleAggregationController(client)
@@ -51,7 +59,8 @@ class ControllerManager:
 
 def run_controller_manager(kubeconfig: str, user_agent: str, election: LeaderElectionConfig | None = None,
                            pod_gc_interval: float = GC_INTERVAL, pod_gc_quarantine: float = QUARANTINE,
-                           node_monitor_grace_period: float = GRACE_PERIOD) -> int:
+                           node_monitor_grace_period: float = GRACE_PERIOD,
+                           resourceclaim_syncs: int = CONCURRENT_RESOURCECLAIM_SYNCS) -> int:
     """`dramock controller-manager --kubeconfig FILE`: run until SIGINT/SIGTERM (1 when leadership is lost)."""
     server = server_from_kubeconfig(kubeconfig)
 
@@ -60,7 +69,7 @@ def run_controller_manager(kubeconfig: str, user_agent: str, election: LeaderEle
         try:
             log.info("controller manager talking to %s", client.server)
             await ControllerManager(client, pod_gc_interval, pod_gc_quarantine,
-                                    node_monitor_grace_period).run(stop)
+                                    node_monitor_grace_period, resourceclaim_syncs).run(stop)
         finally:
             await client.close()
 

@@ -14,7 +14,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-from dramock.client.informer import Informer, cancel_all
+from dramock.client.informer import cancel_all, shared_informer
 from dramock.client.rest import APIStatusError, Client, resource_path
 
 log = logging.getLogger("dramock.controllers.nodelifecycle")
@@ -42,8 +42,8 @@ class NodeLifecycleController:
     def __init__(self, client: Client, grace_period: float = GRACE_PERIOD, monitor_period: float = MONITOR_PERIOD):
         self.client = client
         self.grace_period, self.monitor_period = grace_period, monitor_period
-        self.nodes = Informer(client, resource_path("", "v1", "nodes"))
-        self.leases = Informer(client, resource_path("coordination.k8s.io", "v1", "leases", "kube-node-lease"))
+        self.nodes = shared_informer(client, resource_path("", "v1", "nodes"))
+        self.leases = shared_informer(client, resource_path("coordination.k8s.io", "v1", "leases", "kube-node-lease"))
         self._seen: dict[str, float] = {}  # node -> monotonic time this controller first saw it (startup grace)
 
     async def run(self, stop: asyncio.Event) -> None:

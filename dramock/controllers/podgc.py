@@ -26,7 +26,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-from dramock.client.informer import Informer, cancel_all
+from dramock.client.informer import cancel_all, shared_informer
 from dramock.client.rest import APIStatusError, Client, resource_path
 
 log = logging.getLogger("dramock.controllers.podgc")
@@ -80,8 +80,8 @@ class PodGC:
     def __init__(self, client: Client, gc_interval: float = GC_INTERVAL, quarantine: float = QUARANTINE):
         self.client = client
         self.gc_interval, self.quarantine = gc_interval, quarantine
-        self.pods = Informer(client, resource_path("", "v1", "pods"))
-        self.nodes = Informer(client, resource_path("", "v1", "nodes"))
+        self.pods = shared_informer(client, resource_path("", "v1", "pods"))
+        self.nodes = shared_informer(client, resource_path("", "v1", "nodes"))
         self._missing_since: dict[str, float] = {}  # node name -> monotonic time first seen missing
 
     async def run(self, stop: asyncio.Event) -> None:

@@ -20,7 +20,7 @@ import logging
 from collections import OrderedDict
 from typing import Any
 
-from dramock.client.informer import Informer, WorkQueue, run_worker
+from dramock.client.informer import WorkQueue, run_worker, shared_informer
 from dramock.client.rest import APIStatusError, Client, resource_path
 
 log = logging.getLogger("dramock.controllers.resourceclaim")
@@ -33,6 +33,8 @@ FINALIZER = "resource.kubernetes.io/delete-protection"
 FIELD_MANAGER = "ResourceClaimController"
 # Same limit as upstream's ResourceClaimReservedForMaxSize.
 RESERVED_FOR_MAX = 256
+# Workers, as kube-controller-manager's --concurrent-resourceclaim-syncs default.
+CONCURRENT_RESOURCECLAIM_SYNCS = 50
 
 
 class ClaimNotFound(Exception):
@@ -107,17 +109,20 @@ def claim_metric_labels(claim: Obj) -> tuple[str, str, str]:
 
 
 class ResourceClaimController:
-    def __init__(self, client: Client, workers: int = 4):
+    def __init__(self, client: Client, workers: int = CONCURRENT_RESOURCECLAIM_SYNCS):
         self.client = client
         self.workers = workers
-        self.pods = Informer(client, "/api/v1/pods")
-        self.claims = Informer(client, resource_path(GROUP, VERSION, "resourceclaims"))
-        self.templates = Informer(client, resource_path(GROUP, VERSION, "resourceclaimtemplates"))
+        self.pods = shared_informer(client, "/api/v1/pods")
+        self.claims = shared_informer(client, resource_path(GROUP, VERSION, "resourceclaims"))
+        self.templates = shared_informer(client, resource_path(GROUP, VERSION, "resourceclaimtemplates"))
         self.queue = WorkQueue()
         # UIDs of pods seen deleted (upstream's deletedObjects LRU): no API call needed to drop their reservations.
         self.deleted_pods: OrderedDict[str, None] = OrderedDict()
         # Claims this controller created, until the claim informer has them (upstream's claimCache.Mutation).
         self.created: dict[tuple[str, str], Obj] = {}
+        # Pod claim statuses this controller wrote, until the pod informer has them (pod uid -> {claim: name}):
+        # a sync that runs on the claim's event before the pod's does not write them a second time.
+        self.statuses_written: dict[str, dict[str, str]] = {}
         self.creates = {"success": 0, "failure": 0}
         # Indexes, so an event does not scan the namespace: pods naming a claim in spec.resourceClaims
         # ((ns, claim) -> pod names), and claims by their controlling pod's uid.
@@ -142,6 +147,9 @@ class ResourceClaimController:
 
     def _on_pod(self, type_: str, pod: Obj, _old: Obj | None) -> None:
         deleted = type_ == "DELETED"
+        written = self.statuses_written.get(pod["metadata"].get("uid", ""))
+        if written is not None and (deleted or _statuses_include(pod, written)):
+            del self.statuses_written[pod["metadata"].get("uid", "")]
         if deleted:
             self.deleted_pods[pod["metadata"].get("uid", "")] = None
             while len(self.deleted_pods) > 10000:
@@ -222,8 +230,11 @@ class ResourceClaimController:
         new_statuses: dict[str, str] = {}
         for pc in (pod.get("spec") or {}).get("resourceClaims") or []:
             await self._handle_claim(pod, pc, new_statuses)
-        if new_statuses:
+        written = self.statuses_written.get(pod["metadata"].get("uid", ""), {})
+        if new_statuses and any(written.get(k) != v for k, v in new_statuses.items()):
             await self._update_pod_status(pod, new_statuses)
+            if not _statuses_include(self.pods.get(ns, name) or pod, new_statuses):
+                self.statuses_written.setdefault(pod["metadata"].get("uid", ""), {}).update(new_statuses)
         if not (pod.get("spec") or {}).get("nodeName"):
             return  # the scheduler reserves claims for the pods it binds
         for pc in pod["spec"].get("resourceClaims") or []:
@@ -414,6 +425,13 @@ class ResourceClaimController:
             labels = claim_metric_labels(c)
             counts[labels] = counts.get(labels, 0) + 1
         return counts
+
+
+def _statuses_include(pod: Obj, statuses: dict[str, str]) -> bool:
+    """Whether the pod's status.resourceClaimStatuses already name these claims."""
+    have = {s.get("name"): s.get("resourceClaimName")
+            for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
+    return all(have.get(k) == v for k, v in statuses.items())
 
 
 def _copy(claim: Obj) -> Obj:

@@ -815,9 +815,8 @@ class Scheduler:
 
     @staticmethod
     def _with_allocation(claim: Obj, allocation: Obj) -> Obj:
-        c = copy.deepcopy(claim)
-        c.setdefault("status", {})["allocation"] = allocation
-        return c
+        # A new claim and status around the informer's shared values (nothing here changes them in place).
+        return {**claim, "status": {**(claim.get("status") or {}), "allocation": allocation}}
 
     def _find_node(self, pod: Obj, claims: list[Obj]) -> tuple[str, list[tuple[Obj, Obj]], Obj | None]:
         """PreFilter + Filter + Score: the node to bind to, the new allocations (claim, allocation) and, for
@@ -1264,15 +1263,16 @@ class Scheduler:
                 raise BindError(f"resourceclaim {ns}/{cname} changed (deleted or replaced)")
             if claim["metadata"].get("deletionTimestamp"):
                 raise BindError(f'resourceclaim "{cname}" is being deleted')
-            status = copy.deepcopy(claim.get("status") or {})
+            # Shallow copies: the values written are new lists and dicts, never the cached claim's own.
+            status = dict(claim.get("status") or {})
             reserved = status.get("reservedFor") or []
             try:
                 if allocation is not None:
                     if status.get("allocation") and status["allocation"] != allocation:
                         raise BindError(f"resourceclaim {ns}/{cname} was allocated by someone else")
                     if FINALIZER not in (claim["metadata"].get("finalizers") or []):
-                        c = copy.deepcopy(claim)
-                        c["metadata"]["finalizers"] = list(c["metadata"].get("finalizers") or []) + [FINALIZER]
+                        c = {**claim, "metadata": {**claim["metadata"], "finalizers": list(
+                            claim["metadata"].get("finalizers") or []) + [FINALIZER]}}
                         claim = await self.client.request("PUT", path, c)
                     status["allocation"] = allocation
                 elif not status.get("allocation"):
@@ -1285,9 +1285,7 @@ class Scheduler:
                 else:
                     status["reservedFor"] = reserved + [{"resource": "pods", "name": pod["metadata"]["name"],
                                                          "uid": uid}]
-                c = copy.deepcopy(claim)
-                c["status"] = status
-                return await self.client.request("PUT", path + "/status", c)
+                return await self.client.request("PUT", path + "/status", {**claim, "status": status})
             except APIStatusError as e:
                 if e.code != 409 or attempt == 4:
                     raise

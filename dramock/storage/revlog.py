@@ -40,6 +40,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from dramock import fastjson
+
 log = logging.getLogger("dramock.storage")
 
 Obj = dict[str, Any]
@@ -363,7 +365,7 @@ class RevisionLog:
         """Embedded mode: this process is the only writer, so the next revision is ours to take."""
         revision = self.revision + 1
         self._stamp(obj, revision)
-        value = json.dumps(obj, separators=(",", ":"))
+        value = fastjson.dumps(obj)
         with self._db_errors(), self.engine.begin() as conn:
             conn.execute(_INSERT, {"id": revision, "bucket": bucket, "name": name, "created": kind == ADDED,
                                    "deleted": kind == DELETED, "prev_revision": prev_revision, "value": value})

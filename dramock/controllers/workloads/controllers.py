@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from dramock.client.informer import Informer, cancel_all
+from dramock.client.informer import cancel_all, shared_informer
 from dramock.client.rest import Client, resource_path
 from dramock.controllers.workloads.daemonset import DaemonSetController
 from dramock.controllers.workloads.deployment import DeploymentController
@@ -15,8 +15,8 @@ from dramock.controllers.workloads.statefulset import StatefulSetController
 
 class WorkloadControllers:
     def __init__(self, client: Client):
-        self.pods = Informer(client, resource_path("", "v1", "pods"))
-        self.nodes = Informer(client, resource_path("", "v1", "nodes"))
+        self.pods = shared_informer(client, resource_path("", "v1", "pods"))
+        self.nodes = shared_informer(client, resource_path("", "v1", "nodes"))
         self.replicasets = ReplicaSetController(client, self.pods)
         self.controllers = [self.replicasets,
                             DeploymentController(client, self.pods, self.replicasets.objects),
