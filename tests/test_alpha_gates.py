@@ -27,7 +27,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import Server, start_server, stop, wait_for
+from tests.helpers import Server, start_server, stop, wait_for
 
 R = "/apis/resource.k8s.io/v1"
 DRIVER = "cpu.example.com"  # no kubelet plugin of this name runs anywhere

@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-from tests.conftest import start_server, stop
+from tests.helpers import start_server, stop
 
 BETA1 = "/apis/resource.k8s.io/v1beta1"
 V1 = "/apis/resource.k8s.io/v1"

@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-from tests.conftest import wait_for
+from tests.helpers import wait_for
 
 CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
 CLASSES = "/apis/resource.k8s.io/v1/deviceclasses"

@@ -24,7 +24,7 @@ from dramock.scheduler import bindingconditions as bc
 from dramock.scheduler.allocator import allocate
 from dramock.scheduler.types import AllocationInput
 from dramock.schemas.featuregates import FeatureGates
-from tests.conftest import Server, spawn, start_server, stop, stop_process, wait_for
+from tests.helpers import Server, spawn, start_server, stop, stop_process, wait_for
 
 R = "/apis/resource.k8s.io/v1"
 DRIVER = "gpu.example.com"

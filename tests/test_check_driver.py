@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import spawn, start_server, stop, stop_process, wait_for
+from tests.helpers import spawn, start_server, stop, stop_process, wait_for
 
 THIRDPARTY = str(Path(__file__).parent / "fixtures" / "thirdparty_driver.py")
 

@@ -41,7 +41,7 @@ import pytest
 import yaml
 
 from dramock.cli import EXAMPLE_DRIVER
-from tests.conftest import KUBECTL, free_port, wait_for
+from tests.helpers import KUBECTL, free_port, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = Path(os.environ.get("DRAMOCK_COMPOSE_FILE", ROOT / "docker-compose.yml"))

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import Server, start_server, stop, wait_for
+from tests.helpers import Server, create, get, make_ns, start_server, stop, wait_for
 
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 FINALIZER = "resource.kubernetes.io/delete-protection"
@@ -26,24 +26,7 @@ def serve(tmp_path_factory) -> Iterator[Server]:
 
 @pytest.fixture
 def ns(serve: Server) -> str:
-    name = "ctl-" + uuid.uuid4().hex[:8]
-    code, _, body = serve.request("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
-    assert code == 201, body
-    return name
-
-
-def get(serve: Server, path: str) -> dict | None:
-    code, _, body = serve.request("GET", path)
-    if code == 404:
-        return None
-    assert code == 200, body
-    return body
-
-
-def create(serve: Server, path: str, obj: dict) -> dict:
-    code, _, body = serve.request("POST", path, obj)
-    assert code == 201, body
-    return body
+    return make_ns(serve, "ctl")
 
 
 def template(ns: str, name: str = "gpu-template") -> dict:

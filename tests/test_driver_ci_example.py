@@ -9,7 +9,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from tests.conftest import KUBECTL, free_port
+from tests.helpers import KUBECTL, free_port
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "driver-ci"
 

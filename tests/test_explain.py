@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import Server, start_server, stop
+from tests.helpers import Server, start_server, stop
 
 R = "/apis/resource.k8s.io/v1"
 NODES = {"node-a": {"zone": "east"}, "node-b": {"zone": "west"}}

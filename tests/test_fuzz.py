@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from tests import fuzz
-from tests.conftest import Server, start_server, stop
+from tests.helpers import Server, start_server, stop
 
 pytestmark = pytest.mark.e2e
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import start_server, stop, wait_for
+from tests.helpers import start_server, stop, wait_for
 
 CHART = Path(__file__).parent / "fixtures" / "helm-chart"
 HISTORY_MAX = 10

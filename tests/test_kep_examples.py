@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from dramock.schemas.quantity import Quantity
-from tests.conftest import Server, spawn, start_server, stop, stop_process, wait_for
+from tests.helpers import Server, create, get, spawn, start_server, stop, stop_process, wait_for
 
 COMPAT_GATES = "DRADeviceCompatibilityGroups=true"
 R = "/apis/resource.k8s.io/v1"
@@ -86,20 +86,6 @@ def plain(tmp_path) -> Iterator[Cluster]:
 
 
 # ---------------------------------------------------------------- API helpers
-
-
-def create(c: Cluster, path: str, obj: dict) -> dict:
-    code, _, body = c.request("POST", path, obj)
-    assert code == 201, (path, body)
-    return body
-
-
-def get(c: Cluster, path: str) -> dict | None:
-    code, _, body = c.request("GET", path)
-    if code == 404:
-        return None
-    assert code == 200, (path, body)
-    return body
 
 
 def add_node(c: Cluster, name: str = "node-1") -> dict:

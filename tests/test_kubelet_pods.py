@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from tests.conftest import Server, start_server, stop, stop_process, wait_for
+from tests.helpers import Server, start_server, stop, stop_process, wait_for
 
 V1 = "/apis/resource.k8s.io/v1"
 DRIVER = "gpu.example.com"

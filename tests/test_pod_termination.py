@@ -5,16 +5,14 @@ deletionTimestamp back."""
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
 import time
 import uuid
 from datetime import datetime, timezone
 
 import pytest
 
-from tests.conftest import Server, spawn, start_server, stop, stop_process, wait_for
+from tests.helpers import Server, node_cluster, spawn, start_server, stop, stop_process, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -24,15 +22,8 @@ HOLD = "example.com/hold"
 
 @pytest.fixture(scope="module")
 def cluster():
-    tmp = tempfile.mkdtemp(prefix="dramock-term-", dir="/tmp")
-    s = start_server(tmp, "--nodes", "2", command="serve")
-    try:
-        wait_for(lambda: len(s.request("GET", "/apis/resource.k8s.io/v1/resourceslices")[2]["items"]) == 2,
-                 30, what="the example driver's slices on both nodes")
+    with node_cluster("dramock-term-") as s:
         yield s
-    finally:
-        stop(s)
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _template(name: str) -> dict:

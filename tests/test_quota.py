@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from dramock.schemas import quota as q
-from tests.conftest import Server, start_server, stop, wait_for
+from tests.helpers import Server, start_server, stop, wait_for
 
 RES = "/apis/resource.k8s.io/v1"
 _ids = itertools.count()

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import KUBECTL, free_port, spawn, stop_process, wait_for
+from tests.helpers import KUBECTL, free_port, spawn, stop_process, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-import uuid
 from collections.abc import Iterator
 from fractions import Fraction
 
@@ -19,7 +18,7 @@ import pytest
 from dramock.client.rest import APIStatusError, Client
 from dramock.scheduler import loop
 from dramock.scheduler.types import AllocationInput, AllocationOutcome
-from tests.conftest import Server, start_server, stop, wait_for
+from tests.helpers import Server, create, get, make_ns, start_server, stop, wait_for
 
 FINALIZER = "resource.kubernetes.io/delete-protection"
 CLASS = "gpu.example.com"
@@ -122,28 +121,7 @@ def cluster(tmp_path_factory) -> Iterator[Server]:
 
 @pytest.fixture
 def ns(cluster: Server) -> str:
-    return make_ns(cluster)
-
-
-def make_ns(s: Server) -> str:
-    name = "sch-" + uuid.uuid4().hex[:8]
-    code, _, body = s.request("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
-    assert code == 201, body
-    return name
-
-
-def get(s: Server, path: str) -> dict | None:
-    code, _, body = s.request("GET", path)
-    if code == 404:
-        return None
-    assert code == 200, body
-    return body
-
-
-def create(s: Server, path: str, obj: dict) -> dict:
-    code, _, body = s.request("POST", path, obj)
-    assert code == 201, body
-    return body
+    return make_ns(cluster, "sch")
 
 
 def template(ns: str, name: str = "gpu") -> dict:
@@ -336,7 +314,7 @@ def test_prebound_and_foreign_pods_are_left_alone(cluster: Server, ns: str):
 def test_seventeen_gpus_on_sixteen(tmp_path):
     s = start_cluster(str(tmp_path))
     try:
-        ns = make_ns(s)
+        ns = make_ns(s, "sch")
         create(s, f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates", template(ns))
         names = [f"p{i:02d}" for i in range(17)]
         for n in names:

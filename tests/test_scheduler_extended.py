@@ -12,16 +12,13 @@ import pytest
 
 from dramock.scheduler import extended, loop
 from dramock.scheduler.types import AllocationInput, AllocationOutcome
-from tests.conftest import Server, stop, wait_for
+from tests.helpers import Server, create, get, make_ns, stop, wait_for
 from tests.test_scheduler import (
     FINALIZER,
     SchedulerThread,
-    create,
     events,
     flaky_scheduler,
-    get,
     get_pod,
-    make_ns,
     node_of,
     start_cluster,
 )
@@ -139,7 +136,7 @@ def test_classic_fit_on_nodes_listing_the_resource_and_filter_timeout():
 
 
 def test_eight_gpus_via_extended_resource(cluster: Server):
-    ns = make_ns(cluster)
+    ns = make_ns(cluster, "sch")
     create(cluster, f"/api/v1/namespaces/{ns}/pods", gpu_pod(ns, "eight", 8))
     node = wait_for(lambda: node_of(cluster, ns, "eight"), 30, what="8-GPU pod bound")
     p = get_pod(cluster, ns, "eight")
@@ -188,7 +185,7 @@ def test_eight_gpus_via_extended_resource(cluster: Server):
 def test_implicit_name_and_failed_binding_deletes_the_claim(cluster: Server):
     """`deviceclass.resource.kubernetes.io/gpu.example.com`, scheduled by a second scheduler whose first binding
     fails: the special claim is deleted and the pod status cleared, then a new claim is made on the retry."""
-    ns = make_ns(cluster)
+    ns = make_ns(cluster, "sch")
     failures: list[str] = []
     seen_claims: list[str] = []
     sched = SchedulerThread(cluster.url, flaky_scheduler("flaky-ext-scheduler", failures, seen_claims)).start()

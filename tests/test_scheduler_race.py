@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import Server, spawn, start_server, stop, stop_process, wait_for
+from tests.helpers import Server, spawn, start_server, stop, stop_process, wait_for
 
 R = "/apis/resource.k8s.io/v1"
 NS = "default"

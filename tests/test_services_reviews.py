@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import Server, start_server, stop
+from tests.helpers import Server, start_server, stop
 
 pytestmark = pytest.mark.e2e
 

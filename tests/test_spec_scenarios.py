@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import Server, start_server, stop
+from tests.helpers import Server, start_server, stop
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "spec_scenarios"
 NAMESPACE = "spec-scenarios"

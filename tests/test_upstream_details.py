@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from tests.conftest import Server
+from tests.helpers import Server
 
 R = "/apis/resource.k8s.io/v1"
 

@@ -1,0 +1,134 @@
+"""The test suite's helpers, in one place: starting and stopping servers and clusters, and the requests and
+checks that several test modules share. Fixtures and the tier rule (unit or e2e) are in tests/conftest.py."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from dramock.testing.server import (  # noqa: F401 - the suite imports these from here
+    Server,
+    free_port,
+    spawn,
+    stop_process,
+    wait_for,
+)
+from dramock.testing.server import start_server as _start_server
+
+KUBECTL = "/usr/bin/kubectl"
+R = "/apis/resource.k8s.io/v1"
+ROOT = Path(__file__).resolve().parents[1]  # the repository
+
+
+def start_server(tmp_dir: str, *extra: str, command: str = "apiserver") -> Server:
+    return _start_server(tmp_dir, *extra, command=command, kubectl=KUBECTL)
+
+
+def stop(server: Server) -> None:
+    server.stop()
+
+
+# ---------------------------------------------------------------- a cluster with simulated nodes
+
+
+def start_node_cluster(prefix: str, *extra: str, nodes: int = 2) -> Server:
+    """`dramock serve --nodes N` in a fresh short directory under /tmp (the simulated nodes keep their plugin
+    sockets below it, and unix socket paths are short, so node-1's root is <data-dir>/nodes/node-1 as the READMEs
+    say). Returned once every node is registered with the example driver's ResourceSlice and the gpu.example.com
+    DeviceClass exists. `stop_node_cluster` stops it and removes the directory."""
+    tmp = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+    s = start_server(tmp, "--nodes", str(nodes), *extra, command="serve")
+    try:
+        wait_for(lambda: len(s.request("GET", "/api/v1/nodes")[2].get("items", [])) == nodes, 30,
+                 what=f"{nodes} nodes")
+        wait_for(lambda: len(s.request("GET", f"{R}/resourceslices")[2].get("items", [])) == nodes, 30,
+                 what="the example driver's slices on every node")
+        wait_for(lambda: s.request("GET", f"{R}/deviceclasses/gpu.example.com")[0] == 200, 30,
+                 what="the gpu.example.com DeviceClass")
+    except BaseException:
+        stop_node_cluster(s)  # the caller never gets it: stop it here
+        raise
+    return s
+
+
+def stop_node_cluster(s: Server, grace: float = 10.0) -> None:
+    """SIGTERM, SIGKILL after `grace` seconds (a short one when nothing is left to check: the graceful shutdown
+    need not be waited out), then the cluster's directory goes."""
+    if s.proc.poll() is None:
+        s.proc.terminate()
+        try:
+            s.proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            s.proc.kill()
+            s.proc.wait(timeout=10)
+    stop_process(s.proc)  # closes its log
+    shutil.rmtree(os.path.dirname(s.data_dir), ignore_errors=True)
+
+
+@contextmanager
+def node_cluster(prefix: str, *extra: str, nodes: int = 2, grace: float = 10.0) -> Iterator[Server]:
+    """`start_node_cluster` for a `with` block (or a fixture's body); stopped and removed after it."""
+    s = start_node_cluster(prefix, *extra, nodes=nodes)
+    try:
+        yield s
+    finally:
+        stop_node_cluster(s, grace)
+
+
+def kubectl(s: Server, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """kubectl run from the repository root, so paths and messages are the READMEs' own."""
+    res = subprocess.run([KUBECTL, "--kubeconfig", s.kubeconfig, *args], capture_output=True, text=True,
+                         timeout=90, cwd=ROOT)
+    if check and res.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)} failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
+    return res
+
+
+# ---------------------------------------------------------------- requests
+
+
+def get(s: Server | Any, path: str) -> dict | None:
+    """The object at `path`, None when it is not there (404); any other answer but 200 fails the test."""
+    code, _, body = s.request("GET", path)
+    if code == 404:
+        return None
+    assert code == 200, (path, body)
+    return body
+
+
+def create(s: Server | Any, path: str, obj: dict) -> dict:
+    """POST `obj` to `path`; anything but 201 Created fails the test."""
+    code, _, body = s.request("POST", path, obj)
+    assert code == 201, (path, body)
+    return body
+
+
+def make_ns(s: Server | Any, prefix: str = "test") -> str:
+    """A new namespace named `<prefix>-<random>`."""
+    name = f"{prefix}-" + uuid.uuid4().hex[:8]
+    code, _, body = s.request("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
+    assert code == 201, body
+    return name
+
+
+def results(claim: dict) -> list[dict]:
+    """A ResourceClaim's allocation results (empty while it is not allocated)."""
+    return (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+
+
+# ---------------------------------------------------------------- protobuf descriptors
+
+
+def strip_json_names(messages) -> None:
+    """protoc's Python generator leaves the default json_name out of descriptors: drop it to compare them."""
+    for m in messages:
+        for f in m.field:
+            f.ClearField("json_name")
+        strip_json_names(m.nested_type)
