@@ -3,8 +3,9 @@
 The tiers: a test is end-to-end (marker `e2e`) when it starts processes (a dramock server or its components,
 kubectl, helm, a browser, PostgreSQL, node) or talks to one that a fixture started; every other test is the unit
 tier, which `pytest -m "not e2e"` runs on its own in seconds. A test is e2e when it uses one of
-`PROCESS_FIXTURES` (directly or through another fixture), or when it or its module is marked so. A unit test
-that starts a process anyway fails, naming the process (`_refuse_processes`). Helpers are in tests/helpers.py.
+`PROCESS_FIXTURES`, directly or through other fixtures (every fixture that starts processes requests
+`starts_processes`), or when it or its module is marked so. A unit test that starts a process anyway fails,
+naming the process (`_refuse_processes`). Helpers are in tests/helpers.py.
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ from tests.helpers import (  # noqa: F401 - older `from tests.conftest import ..
 
 pytest_plugins = ["pytester"]
 
-# The fixtures that start processes: the server fixtures below, the pytest plugin's cluster, and pytester (its runs
-# start the plugin's cluster). A test module's own fixtures that start processes mark their tests (or the module).
-PROCESS_FIXTURES = frozenset({"server", "fresh_server", "dramock_cluster", "dramock_namespace", "pytester"})
+# Fixtures that make a test end-to-end: the marker fixture below, the pytest plugin's cluster, and pytester (its
+# runs start the plugin's cluster).
+PROCESS_FIXTURES = frozenset({"starts_processes", "dramock_cluster", "dramock_namespace", "pytester"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -49,7 +50,8 @@ _unit_test: list[str] = []  # the node id of the unit test being set up or run, 
 
 def _refuse_processes(event: str, args: tuple) -> None:
     if _unit_test and event in _PROCESS_EVENTS:
-        what = " ".join(map(str, args[1])) if event == "subprocess.Popen" and args[1] else str(args[:1])
+        argv = args[1] if event == "subprocess.Popen" else args[:1]
+        what = " ".join(map(str, argv)) if isinstance(argv, (list, tuple)) else str(argv)
         raise RuntimeError(f"{_unit_test[0]} is in the unit tier but starts a process ({event}: {what[:200]}): "
                            "mark it e2e (see tests/conftest.py)")
 
@@ -129,7 +131,12 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.fixture(scope="session")
-def server(tmp_path_factory) -> Iterator[Server]:
+def starts_processes() -> None:
+    """Requested by every fixture that starts processes, so that the tests using one are marked e2e."""
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory, starts_processes) -> Iterator[Server]:
     """One server shared by tests that only add their own uniquely named objects."""
     s = start_server(str(tmp_path_factory.mktemp("dramock")))
     yield s
@@ -137,7 +144,7 @@ def server(tmp_path_factory) -> Iterator[Server]:
 
 
 @pytest.fixture
-def fresh_server(tmp_path) -> Iterator[Server]:
+def fresh_server(tmp_path, starts_processes) -> Iterator[Server]:
     """A server of the test's own (for restarts, kills and revision arithmetic)."""
     s = start_server(str(tmp_path))
     yield s

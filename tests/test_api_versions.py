@@ -16,7 +16,7 @@ V1 = "/apis/resource.k8s.io/v1"
 
 
 @pytest.fixture(scope="module")
-def beta_server(tmp_path_factory):
+def beta_server(tmp_path_factory, starts_processes):
     s = start_server(str(tmp_path_factory.mktemp("betas")),
                      "--runtime-config", "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true")
     yield s

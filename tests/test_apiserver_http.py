@@ -11,6 +11,8 @@ import pytest
 
 from tests.helpers import wait_for
 
+pytestmark = pytest.mark.e2e
+
 CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
 CLASSES = "/apis/resource.k8s.io/v1/deviceclasses"
 

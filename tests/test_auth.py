@@ -60,7 +60,7 @@ class Secure:
 
 
 @pytest.fixture
-def secure(tmp_path):
+def secure(tmp_path, starts_processes):
     tokens = tmp_path / "tokens.csv"
     tokens.write_text('tok-carol,carol,1001,"team-a,team-b"\n')
     port = free_port()

@@ -44,7 +44,7 @@ def check_driver(s, driver: str, tmp_path, *extra: str) -> tuple[int, str, dict[
 
 
 @pytest.fixture
-def cluster(tmp_path):
+def cluster(tmp_path, starts_processes):
     s = start_server(str(tmp_path), "--nodes", "1", "--no-example-driver", command="serve")
     yield s
     stop(s)

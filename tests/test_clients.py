@@ -26,7 +26,7 @@ CLAIM = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
 
 
 @pytest.fixture(scope="module")
-def api(tmp_path_factory) -> Iterator[Server]:
+def api(tmp_path_factory, starts_processes) -> Iterator[Server]:
     s = start_server(str(tmp_path_factory.mktemp("clients")))
     yield s
     stop(s)

@@ -445,7 +445,7 @@ def _event(kubeconfig: str, pod: str, reason: str, text: str) -> dict | None:
 
 
 @pytest.fixture
-def stack() -> Iterator[Stack]:
+def stack(starts_processes) -> Iterator[Stack]:
     # A short root: the plugin sockets live below it and unix socket paths are short.
     root = tempfile.mkdtemp(prefix="dramock-compose-", dir="/tmp")
     s = Stack(COMPOSE, root)

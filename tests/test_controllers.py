@@ -18,7 +18,7 @@ FINALIZER = "resource.kubernetes.io/delete-protection"
 
 
 @pytest.fixture(scope="module")
-def serve(tmp_path_factory) -> Iterator[Server]:
+def serve(tmp_path_factory, starts_processes) -> Iterator[Server]:
     s = start_server(str(tmp_path_factory.mktemp("controllers")), "--nodes", "0", command="serve")
     yield s
     stop(s)
@@ -193,6 +193,7 @@ def test_bound_pod_gets_its_allocated_claim_reserved(serve: Server, ns: str):
     assert wait_for(reserved) == [{"resource": "pods", "name": "bound", "uid": p["metadata"]["uid"]}]
 
 
+@pytest.mark.e2e
 def test_controller_manager_subcommand(tmp_path):
     """`dramock controller-manager --kubeconfig` runs the controllers against an `apiserver` of its own."""
     import subprocess

@@ -17,7 +17,7 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pod-with-cats" / "
 
 
 @pytest.fixture
-def cluster():
+def cluster(starts_processes):
     with node_cluster("dramock-e2e-") as s:
         yield s
 

@@ -44,14 +44,14 @@ FINALIZER = "resource.kubernetes.io/delete-protection"
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Server]:
+def cluster(starts_processes) -> Iterator[Server]:
     """`dramock serve` with the 1.37 default gates: every example but partitionable-mig."""
     with node_cluster("dramock-ex-", grace=3) as s:
         yield s
 
 
 @pytest.fixture(scope="module")
-def binding_cluster() -> Iterator[Server]:
+def binding_cluster(starts_processes) -> Iterator[Server]:
     """`dramock serve --dra-binding-timeout 15s`: binding-conditions (its fabric pool is cluster-wide, and its
     README shortens the scheduler's binding timeout)."""
     assert "python3 -m dramock serve --dra-binding-timeout 15s" in readme("binding-conditions")
@@ -60,7 +60,7 @@ def binding_cluster() -> Iterator[Server]:
 
 
 @pytest.fixture(scope="module")
-def compat_cluster() -> Iterator[Server]:
+def compat_cluster(starts_processes) -> Iterator[Server]:
     """`dramock serve --feature-gates DRADeviceCompatibilityGroups=true`: partitionable-mig."""
     with node_cluster("dramock-ex-", "--feature-gates", GATES["partitionable-mig"], grace=3) as s:
         yield s

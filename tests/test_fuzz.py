@@ -22,7 +22,7 @@ RUNTIME_CONFIG = "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true,reso
 
 
 @pytest.fixture(scope="module")
-def target(tmp_path_factory) -> Server:
+def target(tmp_path_factory, starts_processes) -> Server:
     s = start_server(str(tmp_path_factory.mktemp("fuzz")), "--runtime-config", RUNTIME_CONFIG)
     yield s
     stop(s)

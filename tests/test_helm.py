@@ -45,7 +45,7 @@ def helm(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def served(tmp_path):
+def served(tmp_path, starts_processes):
     s = start_server(str(tmp_path), command="serve")
     yield s
     stop(s)

@@ -43,7 +43,7 @@ def binaries(tmp_path_factory) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Server]:
+def cluster(starts_processes) -> Iterator[Server]:
     with node_cluster("dramock-k35-") as s:
         yield s
 

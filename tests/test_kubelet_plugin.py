@@ -166,6 +166,7 @@ def test_generated_stubs_are_current(tmp_path):
         assert committed == fd, f"{fd.name}: regenerate with python protos/generate.py"
 
 
+@pytest.mark.e2e
 def test_thirdparty_driver_serves_upstream_services(sockdir):
     """dramock's stubs and a driver built from the .proto files alone understand each other."""
     drv = Driver("gpu.example.com", os.path.join(sockdir, "reg"), os.path.join(sockdir, "plugins"),
@@ -209,7 +210,7 @@ def test_thirdparty_driver_serves_upstream_services(sockdir):
 
 
 @pytest.fixture
-def cluster(tmp_path, sockdir):
+def cluster(tmp_path, sockdir, starts_processes):
     server = start_server(str(tmp_path))
     procs: list = []
     yield server, sockdir, procs

@@ -72,7 +72,7 @@ class Node:
 
 
 @pytest.fixture
-def cluster(tmp_path):
+def cluster(tmp_path, starts_processes):
     """(server, make_node): nodes are stopped and their dirs removed afterwards."""
     server = start_server(str(tmp_path))
     nodes: list[Node] = []

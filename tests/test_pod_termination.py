@@ -21,7 +21,7 @@ HOLD = "example.com/hold"
 
 
 @pytest.fixture(scope="module")
-def cluster():
+def cluster(starts_processes):
     with node_cluster("dramock-term-") as s:
         yield s
 
@@ -147,7 +147,7 @@ def test_shorter_grace_period_moves_deletion_timestamp_back(server):
 
 
 @pytest.fixture
-def podgc(tmp_path):
+def podgc(tmp_path, starts_processes):
     """An API server and a controller manager whose pod GC runs every 0.3 s with a 1 s quarantine and whose
     node lifecycle controller calls a kubelet gone after 2 s without a Lease renewal."""
     s = start_server(str(tmp_path))

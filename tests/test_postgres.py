@@ -22,7 +22,7 @@ RES = "/apis/resource.k8s.io/v1"
 
 
 @pytest.fixture(scope="module")
-def pg():
+def pg(starts_processes):
     p = start_postgres()
     yield p
     p.stop()

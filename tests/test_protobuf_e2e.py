@@ -64,7 +64,7 @@ def pb(tmp_path_factory) -> Messages:
 
 
 @pytest.fixture(scope="module")
-def srv(tmp_path_factory):
+def srv(tmp_path_factory, starts_processes):
     s = start_server(str(tmp_path_factory.mktemp("pb")), "--runtime-config", "resource.k8s.io/v1beta2=true")
     yield s
     stop(s)

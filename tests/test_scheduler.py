@@ -113,7 +113,7 @@ def start_cluster(tmp: str) -> Server:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory) -> Iterator[Server]:
+def cluster(tmp_path_factory, starts_processes) -> Iterator[Server]:
     s = start_cluster(str(tmp_path_factory.mktemp("scheduler")))
     yield s
     stop(s)
@@ -311,6 +311,7 @@ def test_prebound_and_foreign_pods_are_left_alone(cluster: Server, ns: str):
     assert node_of(cluster, ns, "prebound") == "node-1"
 
 
+@pytest.mark.e2e
 def test_seventeen_gpus_on_sixteen(tmp_path):
     s = start_cluster(str(tmp_path))
     try:

@@ -30,7 +30,7 @@ GPU_EXT = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata"
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory) -> Iterator[Server]:
+def cluster(tmp_path_factory, starts_processes) -> Iterator[Server]:
     s = start_cluster(str(tmp_path_factory.mktemp("scheduler-extended")))
     create(s, "/apis/resource.k8s.io/v1/deviceclasses", GPU_EXT)
     yield s

@@ -144,7 +144,7 @@ def allocation_written_once(events: list[tuple[str, dict]], claim_name: str) -> 
 
 
 @pytest.fixture
-def server(tmp_path) -> Iterator[Server]:
+def server(tmp_path, starts_processes) -> Iterator[Server]:
     s = start_server(str(tmp_path))
     yield s
     stop(s)

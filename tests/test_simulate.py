@@ -29,7 +29,7 @@ EXAMPLES = ["quickstart/quickstart.yaml", "shared-claim/shared-claim.yaml", "pri
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Server]:
+def cluster(starts_processes) -> Iterator[Server]:
     with node_cluster("dramock-ex-", "--feature-gates", GATES, grace=3) as s:
         yield s
 

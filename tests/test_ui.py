@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(not (os.path.exists(CHROMIUM) and os.path.exists
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Server]:
+def cluster(starts_processes) -> Iterator[Server]:
     with node_cluster("dramock-ex-", "--feature-gates", "DRADeviceCompatibilityGroups=true", grace=3) as s:
         kubectl(s, "apply", "-f", "examples/quickstart/", "-f", "examples/partitionable-mig/",
                 "-f", "examples/partitionable-mig/vgpu/")
@@ -42,7 +42,7 @@ def cluster() -> Iterator[Server]:
 
 
 @pytest.fixture
-def browser() -> Iterator:
+def browser(starts_processes) -> Iterator:
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()

@@ -10,6 +10,8 @@ import pytest
 
 from tests.helpers import Server
 
+pytestmark = pytest.mark.e2e
+
 R = "/apis/resource.k8s.io/v1"
 
 

@@ -19,7 +19,7 @@ R = "/apis/resource.k8s.io/v1"
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Server]:
+def cluster(starts_processes) -> Iterator[Server]:
     with node_cluster("dramock-wl-") as s:
         yield s
 

@@ -17,7 +17,7 @@ BATCH = "/apis/batch/v1/namespaces"
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Server]:
+def cluster(starts_processes) -> Iterator[Server]:
     with node_cluster("dramock-wk-") as s:
         yield s
 
