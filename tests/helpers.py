@@ -3,10 +3,12 @@ checks that several test modules share. Fixtures and the tier rule (unit or e2e)
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import tempfile
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -116,6 +118,17 @@ def make_ns(s: Server | Any, prefix: str = "test") -> str:
     code, _, body = s.request("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
     assert code == 201, body
     return name
+
+
+def watch_lines(url: str, n: int, timeout: float = 20) -> list[dict]:
+    """Read `n` events from a watch URL (the server must send them before `timeout`)."""
+    out: list[dict] = []
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
+        for line in resp:
+            out.append(json.loads(line))
+            if len(out) >= n:
+                break
+    return out
 
 
 def results(claim: dict) -> list[dict]:
