@@ -84,10 +84,13 @@ def node_cluster(prefix: str, *extra: str, nodes: int = 2, grace: float = 10.0) 
         stop_node_cluster(s, grace)
 
 
-def kubectl(s: Server, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    """kubectl run from the repository root, so paths and messages are the READMEs' own."""
-    res = subprocess.run([KUBECTL, "--kubeconfig", s.kubeconfig, *args], capture_output=True, text=True,
-                         timeout=90, cwd=ROOT)
+def kubectl(target: Server | str, *args: str, input: str | None = None, check: bool = True,
+            timeout: float = 90) -> subprocess.CompletedProcess:
+    """kubectl against a server (or a kubeconfig file), run from the repository root so that paths and messages are
+    the READMEs' own; a failure fails the test unless check=False."""
+    kubeconfig = target if isinstance(target, str) else target.kubeconfig
+    res = subprocess.run([KUBECTL, "--kubeconfig", kubeconfig, *args], input=input, capture_output=True, text=True,
+                         timeout=timeout, cwd=ROOT)
     if check and res.returncode != 0:
         raise AssertionError(f"kubectl {' '.join(args)} failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
     return res
