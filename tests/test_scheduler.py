@@ -18,7 +18,7 @@ import pytest
 from dramock.client.rest import APIStatusError, Client
 from dramock.scheduler import loop
 from dramock.scheduler.types import AllocationInput, AllocationOutcome
-from tests.helpers import Server, create, get, make_ns, start_server, stop, wait_for
+from tests.helpers import Server, create, get, make_ns, node_cluster, wait_for
 
 FINALIZER = "resource.kubernetes.io/delete-protection"
 CLASS = "gpu.example.com"
@@ -98,25 +98,10 @@ class SchedulerThread:
         self.thread.join(timeout=15)
 
 
-def start_cluster(tmp: str) -> Server:
-    """`serve --nodes 2`: its own scheduler, controllers, kubelet shims and example drivers."""
-    s = start_server(tmp, "--nodes", "2", command="serve")
-    try:
-        # The simulated nodes register and publish their slices once the server listens.
-        wait_for(lambda: len(get(s, "/apis/resource.k8s.io/v1/resourceslices")["items"]) == 2, 30,
-                 what="two ResourceSlices")
-        wait_for(lambda: len(get(s, "/api/v1/nodes")["items"]) == 2, 30, what="two nodes")
-    except BaseException:
-        stop(s)  # the fixture never yields it: stop it here
-        raise
-    return s
-
-
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory, starts_processes) -> Iterator[Server]:
-    s = start_cluster(str(tmp_path_factory.mktemp("scheduler")))
-    yield s
-    stop(s)
+def cluster(starts_processes) -> Iterator[Server]:
+    with node_cluster("dramock-sch-") as s:
+        yield s
 
 
 @pytest.fixture
@@ -312,9 +297,8 @@ def test_prebound_and_foreign_pods_are_left_alone(cluster: Server, ns: str):
 
 
 @pytest.mark.e2e
-def test_seventeen_gpus_on_sixteen(tmp_path):
-    s = start_cluster(str(tmp_path))
-    try:
+def test_seventeen_gpus_on_sixteen():
+    with node_cluster("dramock-sch-") as s:
         ns = make_ns(s, "sch")
         create(s, f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates", template(ns))
         names = [f"p{i:02d}" for i in range(17)]
@@ -344,8 +328,6 @@ def test_seventeen_gpus_on_sixteen(tmp_path):
         assert code in (200, 202), body  # graceful: the kubelet finishes the deletion
         assert wait_for(lambda: node_of(s, ns, last), 60, what="17th pod bound after a delete")
         wait_for(lambda: get_pod(s, ns, last)["status"].get("phase") == "Running", 30, what="17th pod running")
-    finally:
-        stop(s)
 
 
 def flaky_scheduler(name: str, failures: list[str], created: list[str] | None = None):

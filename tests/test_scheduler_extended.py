@@ -12,7 +12,7 @@ import pytest
 
 from dramock.scheduler import extended, loop
 from dramock.scheduler.types import AllocationInput, AllocationOutcome
-from tests.helpers import Server, create, get, make_ns, stop, wait_for
+from tests.helpers import Server, create, get, make_ns, node_cluster, wait_for
 from tests.test_scheduler import (
     FINALIZER,
     SchedulerThread,
@@ -20,7 +20,6 @@ from tests.test_scheduler import (
     flaky_scheduler,
     get_pod,
     node_of,
-    start_cluster,
 )
 
 ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
@@ -30,11 +29,10 @@ GPU_EXT = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata"
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory, starts_processes) -> Iterator[Server]:
-    s = start_cluster(str(tmp_path_factory.mktemp("scheduler-extended")))
-    create(s, "/apis/resource.k8s.io/v1/deviceclasses", GPU_EXT)
-    yield s
-    stop(s)
+def cluster(starts_processes) -> Iterator[Server]:
+    with node_cluster("dramock-sch-ext-") as s:
+        create(s, "/apis/resource.k8s.io/v1/deviceclasses", GPU_EXT)
+        yield s
 
 
 def gpu_pod(ns: str, name: str, n: int, resource: str = "example.com/gpu", **spec_extra) -> dict:
