@@ -4,7 +4,6 @@ checks that several test modules share. Fixtures and the tier rule (unit or e2e)
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -40,13 +39,19 @@ def stop(server: Server) -> None:
 # ---------------------------------------------------------------- a cluster with simulated nodes
 
 
-def start_node_cluster(prefix: str, *extra: str, nodes: int = 2) -> Server:
+@contextmanager
+def node_cluster(prefix: str, *extra: str, nodes: int = 2, grace: float = 10.0) -> Iterator[Server]:
     """`dramock serve --nodes N` in a fresh short directory under /tmp (the simulated nodes keep their plugin
     sockets below it, and unix socket paths are short, so node-1's root is <data-dir>/nodes/node-1 as the READMEs
-    say). Returned once every node is registered with the example driver's ResourceSlice and the gpu.example.com
-    DeviceClass exists. `stop_node_cluster` stops it and removes the directory."""
+    say), handed over once every node is registered with the example driver's ResourceSlice and the gpu.example.com
+    DeviceClass exists. Afterwards: SIGTERM, SIGKILL after `grace` seconds (a short one when nothing is left to
+    check), and the directory goes."""
     tmp = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
-    s = start_server(tmp, "--nodes", str(nodes), *extra, command="serve")
+    try:
+        s = start_server(tmp, "--nodes", str(nodes), *extra, command="serve")
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     try:
         wait_for(lambda: len(s.request("GET", "/api/v1/nodes")[2].get("items", [])) == nodes, 30,
                  what=f"{nodes} nodes")
@@ -54,34 +59,17 @@ def start_node_cluster(prefix: str, *extra: str, nodes: int = 2) -> Server:
                  what="the example driver's slices on every node")
         wait_for(lambda: s.request("GET", f"{R}/deviceclasses/gpu.example.com")[0] == 200, 30,
                  what="the gpu.example.com DeviceClass")
-    except BaseException:
-        stop_node_cluster(s)  # the caller never gets it: stop it here
-        raise
-    return s
-
-
-def stop_node_cluster(s: Server, grace: float = 10.0) -> None:
-    """SIGTERM, SIGKILL after `grace` seconds (a short one when nothing is left to check: the graceful shutdown
-    need not be waited out), then the cluster's directory goes."""
-    if s.proc.poll() is None:
-        s.proc.terminate()
-        try:
-            s.proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            s.proc.kill()
-            s.proc.wait(timeout=10)
-    stop_process(s.proc)  # closes its log
-    shutil.rmtree(os.path.dirname(s.data_dir), ignore_errors=True)
-
-
-@contextmanager
-def node_cluster(prefix: str, *extra: str, nodes: int = 2, grace: float = 10.0) -> Iterator[Server]:
-    """`start_node_cluster` for a `with` block (or a fixture's body); stopped and removed after it."""
-    s = start_node_cluster(prefix, *extra, nodes=nodes)
-    try:
         yield s
     finally:
-        stop_node_cluster(s, grace)
+        if s.proc.poll() is None:
+            s.proc.terminate()
+            try:
+                s.proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                s.proc.kill()
+                s.proc.wait(timeout=10)
+        stop_process(s.proc)  # closes its log
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def kubectl(target: Server | str, *args: str, input: str | None = None, check: bool = True,
@@ -96,10 +84,10 @@ def kubectl(target: Server | str, *args: str, input: str | None = None, check: b
     return res
 
 
-# ---------------------------------------------------------------- requests
+# ------------------------------------------------ requests (to a Server, or anything with its request method)
 
 
-def get(s: Server | Any, path: str) -> dict | None:
+def get(s: Any, path: str) -> dict | None:
     """The object at `path`, None when it is not there (404); any other answer but 200 fails the test."""
     code, _, body = s.request("GET", path)
     if code == 404:
@@ -108,14 +96,14 @@ def get(s: Server | Any, path: str) -> dict | None:
     return body
 
 
-def create(s: Server | Any, path: str, obj: dict) -> dict:
+def create(s: Any, path: str, obj: dict) -> dict:
     """POST `obj` to `path`; anything but 201 Created fails the test."""
     code, _, body = s.request("POST", path, obj)
     assert code == 201, (path, body)
     return body
 
 
-def make_ns(s: Server | Any, prefix: str = "test") -> str:
+def make_ns(s: Any, prefix: str = "test") -> str:
     """A new namespace named `<prefix>-<random>`."""
     name = f"{prefix}-" + uuid.uuid4().hex[:8]
     code, _, body = s.request("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
