@@ -1,34 +1,84 @@
-"""Shared fixtures: a real dramock server process on a free port with a real SQLite file."""
+"""Shared fixtures (a real dramock server process on a free port with a real SQLite file) and the test tiers.
+
+The tiers: a test is end-to-end (marker `e2e`) when it starts processes (a dramock server or its components,
+kubectl, helm, a browser, PostgreSQL, node) or talks to one that a fixture started; every other test is the unit
+tier, which `pytest -m "not e2e"` runs on its own in seconds. A test is e2e when it uses one of
+`PROCESS_FIXTURES`, directly or through other fixtures (every fixture that starts processes requests
+`starts_processes`), or when it or its module is marked so. A unit test that starts a process anyway fails,
+naming the process (`_refuse_processes`). Helpers are in tests/helpers.py.
+"""
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
 import tempfile
 from collections.abc import Iterator
 
 import pytest
 
-from dramock.testing.server import (  # noqa: F401 - the suite imports these from here
+from tests.helpers import (  # noqa: F401 - older `from tests.conftest import ...` lines keep working
+    KUBECTL,
     Server,
     free_port,
     spawn,
+    start_server,
+    stop,
     stop_process,
     wait_for,
 )
-from dramock.testing.server import start_server as _start_server
 
 pytest_plugins = ["pytester"]
 
-KUBECTL = "/usr/bin/kubectl"
+# Fixtures that make a test end-to-end: the marker fixture below, the pytest plugin's cluster, and pytester (its
+# runs start the plugin's cluster).
+PROCESS_FIXTURES = frozenset({"starts_processes", "dramock_cluster", "dramock_namespace", "pytester"})
 
 
-def start_server(tmp_dir: str, *extra: str, command: str = "apiserver") -> Server:
-    return _start_server(tmp_dir, *extra, command=command, kubectl=KUBECTL)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("e2e") is None and PROCESS_FIXTURES.intersection(item.fixturenames):
+            item.add_marker(pytest.mark.e2e)
 
 
-def stop(server: Server) -> None:
-    server.stop()
+# What starting a process looks like to sys.addaudithook (asyncio's subprocesses go through subprocess.Popen).
+_PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.spawn", "os.fork",
+                             "os.forkpty"})
+_unit_test: list[str] = []  # the node id of the unit test being set up or run, if one is
+
+
+def _refuse_processes(event: str, args: tuple) -> None:
+    if _unit_test and event in _PROCESS_EVENTS:
+        argv = args[1] if event == "subprocess.Popen" else args[:1]
+        what = " ".join(map(str, argv)) if isinstance(argv, (list, tuple)) else str(argv)
+        raise RuntimeError(f"{_unit_test[0]} is in the unit tier but starts a process ({event}: {what[:200]}): "
+                           "mark it e2e (see tests/conftest.py)")
+
+
+sys.addaudithook(_refuse_processes)
+
+
+def _guarded(item: pytest.Item):
+    """Set-up and call of a unit test run with _refuse_processes on (teardown may end other tests' fixtures)."""
+    unit = item.get_closest_marker("e2e") is None
+    if unit:
+        _unit_test.append(item.nodeid)
+    try:
+        return (yield)
+    finally:
+        if unit:
+            _unit_test.clear()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item):
+    return (yield from _guarded(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    return (yield from _guarded(item))
 
 
 def _descendants(pid: int) -> list[int]:
@@ -81,7 +131,12 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.fixture(scope="session")
-def server(tmp_path_factory) -> Iterator[Server]:
+def starts_processes() -> None:
+    """Requested by every fixture that starts processes, so that the tests using one are marked e2e."""
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory, starts_processes) -> Iterator[Server]:
     """One server shared by tests that only add their own uniquely named objects."""
     s = start_server(str(tmp_path_factory.mktemp("dramock")))
     yield s
@@ -89,7 +144,7 @@ def server(tmp_path_factory) -> Iterator[Server]:
 
 
 @pytest.fixture
-def fresh_server(tmp_path) -> Iterator[Server]:
+def fresh_server(tmp_path, starts_processes) -> Iterator[Server]:
     """A server of the test's own (for restarts, kills and revision arithmetic)."""
     s = start_server(str(tmp_path))
     yield s

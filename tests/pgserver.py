@@ -19,7 +19,7 @@ from typing import IO
 
 import pytest
 
-from tests.conftest import free_port
+from tests.helpers import free_port
 
 
 @dataclass

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import Server, start_server, stop, wait_for
+from tests.helpers import Server, start_server, stop, wait_for
 
 R = "/apis/resource.k8s.io/v1"
 DRIVER = "cpu.example.com"  # no kubelet plugin of this name runs anywhere
@@ -42,7 +42,7 @@ def _serve(gates: str) -> tuple[Server, str]:
 
 
 @pytest.fixture(scope="module")
-def gate_on() -> Iterator[Server]:
+def gate_on(starts_processes) -> Iterator[Server]:
     s, tmp = _serve("DRAOptionalNodeOperations=true")
     yield s
     stop(s)
@@ -50,7 +50,7 @@ def gate_on() -> Iterator[Server]:
 
 
 @pytest.fixture(scope="module")
-def gate_off() -> Iterator[Server]:
+def gate_off(starts_processes) -> Iterator[Server]:
     s, tmp = _serve("")
     yield s
     stop(s)
@@ -138,7 +138,7 @@ V1ALPHA3 = ("--runtime-config", "resource.k8s.io/v1alpha3=true")
 
 
 @pytest.fixture(scope="module")
-def pool_status_on() -> Iterator[Server]:
+def pool_status_on(starts_processes) -> Iterator[Server]:
     """serve (controller manager, scheduler, node-1 with the example driver's 8 GPUs) with the kind on."""
     tmp = tempfile.mkdtemp(prefix="dramock-alpha-", dir="/tmp")
     s = start_server(tmp, "--nodes", "1", "--feature-gates", "DRAResourcePoolStatus=true", *V1ALPHA3,
@@ -239,6 +239,7 @@ def test_pool_status_request_validation(pool_status_on):
     assert code == 422 and "field is immutable" in body["message"], body
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("args", [V1ALPHA3, ("--feature-gates", "DRAResourcePoolStatus=true")])
 def test_pool_status_request_needs_both_the_version_and_the_gate(tmp_path, args):
     s = start_server(str(tmp_path), *args)
@@ -294,7 +295,7 @@ def _numa_setup(s: Server, ns: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def derived_on() -> Iterator[Server]:
+def derived_on(starts_processes) -> Iterator[Server]:
     s, tmp = _serve("DRADerivedAttributes=true")
     yield s
     stop(s)
@@ -379,7 +380,7 @@ def _cpu_setup(s: Server, ns: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def node_allocatable_on() -> Iterator[Server]:
+def node_allocatable_on(starts_processes) -> Iterator[Server]:
     s, tmp = _serve("DRANodeAllocatableResources=true")
     yield s
     stop(s)
@@ -463,7 +464,7 @@ def _topo_setup(s: Server, ns: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def list_attrs_on() -> Iterator[Server]:
+def list_attrs_on(starts_processes) -> Iterator[Server]:
     s, tmp = _serve("DRAListTypeAttributes=true")
     yield s
     stop(s)

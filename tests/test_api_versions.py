@@ -9,14 +9,14 @@ import urllib.request
 
 import pytest
 
-from tests.conftest import start_server, stop
+from tests.helpers import start_server, stop
 
 BETA1 = "/apis/resource.k8s.io/v1beta1"
 V1 = "/apis/resource.k8s.io/v1"
 
 
 @pytest.fixture(scope="module")
-def beta_server(tmp_path_factory):
+def beta_server(tmp_path_factory, starts_processes):
     s = start_server(str(tmp_path_factory.mktemp("betas")),
                      "--runtime-config", "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true")
     yield s

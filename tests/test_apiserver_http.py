@@ -9,7 +9,9 @@ import urllib.request
 
 import pytest
 
-from tests.conftest import wait_for
+from tests.helpers import wait_for, watch_lines
+
+pytestmark = pytest.mark.e2e
 
 CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
 CLASSES = "/apis/resource.k8s.io/v1/deviceclasses"
@@ -19,17 +21,6 @@ def claim(name: str, labels: dict | None = None) -> dict:
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
             "metadata": {"name": name, "labels": labels or {}},
             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}
-
-
-def watch_lines(url: str, n: int, timeout: float = 20) -> list[dict]:
-    """Read `n` events from a watch URL (the server must send them before `timeout`)."""
-    out: list[dict] = []
-    with urllib.request.urlopen(url, timeout=timeout) as resp:
-        for line in resp:
-            out.append(json.loads(line))
-            if len(out) >= n:
-                break
-    return out
 
 
 # ---------------------------------------------------------------- errors as Status

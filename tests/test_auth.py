@@ -15,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from tests.conftest import KUBECTL, Server, free_port, start_server, stop, stop_process, wait_for
+from tests.helpers import KUBECTL, Server, free_port, start_server, stop, stop_process, wait_for
 from tests.test_kubelet_pods import DRIVER, allocate, make_claim, make_pod, phase, ref
 
 pytestmark = pytest.mark.e2e
@@ -60,7 +60,7 @@ class Secure:
 
 
 @pytest.fixture
-def secure(tmp_path):
+def secure(tmp_path, starts_processes):
     tokens = tmp_path / "tokens.csv"
     tokens.write_text('tok-carol,carol,1001,"team-a,team-b"\n')
     port = free_port()

@@ -24,7 +24,7 @@ from dramock.scheduler import bindingconditions as bc
 from dramock.scheduler.allocator import allocate
 from dramock.scheduler.types import AllocationInput
 from dramock.schemas.featuregates import FeatureGates
-from tests.conftest import Server, spawn, start_server, stop, stop_process, wait_for
+from tests.helpers import Server, spawn, start_server, stop, stop_process, wait_for
 
 R = "/apis/resource.k8s.io/v1"
 DRIVER = "gpu.example.com"
@@ -172,7 +172,7 @@ class Cluster:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
+def cluster(starts_processes) -> Iterator[Cluster]:
     """apiserver, scheduler (binding timeout 4s), kubelet and example driver (2 fabric devices, attach after
     1.5 s), each its own process."""
     tmp = tempfile.mkdtemp(prefix="dramock-bc-", dir="/tmp")
@@ -341,6 +341,7 @@ def test_timeout_releases_the_allocation_and_retries(cluster):
     _delete(c, "pod-slow", "attach-slow")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("command", [["scheduler", "--server", "http://127.0.0.1:1"], ["serve", "--nodes", "0"]])
 def test_binding_timeout_flag_refuses_less_than_a_second(command, tmp_path):
     res = subprocess.run([sys.executable, "-m", "dramock", *command, "--data-dir", str(tmp_path),

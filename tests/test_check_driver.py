@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import spawn, start_server, stop, stop_process, wait_for
+from tests.helpers import spawn, start_server, stop, stop_process, wait_for
 
 THIRDPARTY = str(Path(__file__).parent / "fixtures" / "thirdparty_driver.py")
 
@@ -44,7 +44,7 @@ def check_driver(s, driver: str, tmp_path, *extra: str) -> tuple[int, str, dict[
 
 
 @pytest.fixture
-def cluster(tmp_path):
+def cluster(tmp_path, starts_processes):
     s = start_server(str(tmp_path), "--nodes", "1", "--no-example-driver", command="serve")
     yield s
     stop(s)

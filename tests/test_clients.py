@@ -11,13 +11,12 @@ import json
 import shutil
 import subprocess
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Server, start_server, stop
+from tests.helpers import Server, make_ns, start_server, stop
 
 pytestmark = pytest.mark.e2e
 
@@ -27,7 +26,7 @@ CLAIM = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
 
 
 @pytest.fixture(scope="module")
-def api(tmp_path_factory) -> Iterator[Server]:
+def api(tmp_path_factory, starts_processes) -> Iterator[Server]:
     s = start_server(str(tmp_path_factory.mktemp("clients")))
     yield s
     stop(s)
@@ -35,9 +34,7 @@ def api(tmp_path_factory) -> Iterator[Server]:
 
 @pytest.fixture
 def ns(api: Server) -> str:
-    name = "cl-" + uuid.uuid4().hex[:8]
-    assert api.request("POST", "/api/v1/namespaces", {"metadata": {"name": name}})[0] == 201
-    return name
+    return make_ns(api, "cl")
 
 
 def test_wire_content_type_and_list_items(api: Server, ns: str):

@@ -41,7 +41,7 @@ import pytest
 import yaml
 
 from dramock.cli import EXAMPLE_DRIVER
-from tests.conftest import KUBECTL, free_port, wait_for
+from tests.helpers import free_port, kubectl, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = Path(os.environ.get("DRAMOCK_COMPOSE_FILE", ROOT / "docker-compose.yml"))
@@ -375,16 +375,8 @@ class Stack:
             raise AssertionError(f"{e}\n{self.log_tails()}") from None
 
 
-def _kubectl(kubeconfig: str, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    res = subprocess.run([KUBECTL, "--kubeconfig", kubeconfig, *args], input=input, capture_output=True,
-                         text=True, timeout=60)
-    if check and res.returncode != 0:
-        raise AssertionError(f"kubectl {' '.join(args)} failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
-    return res
-
-
 def _items(kubeconfig: str, *what: str) -> list[dict]:
-    return json.loads(_kubectl(kubeconfig, "get", *what, "-o", "json").stdout)["items"]
+    return json.loads(kubectl(kubeconfig, "get", *what, "-o", "json").stdout)["items"]
 
 
 def _ready(node: dict) -> bool:
@@ -426,16 +418,16 @@ def _component_kubeconfig(stack: Stack, name: str) -> str:
 
 def _remove_rule(kubeconfig: str, role: str, resource: str) -> dict:
     """Take the rule naming `resource` out of ClusterRole `role` (through the host's kubeconfig); the rule."""
-    rules = json.loads(_kubectl(kubeconfig, "get", "clusterrole", role, "-o", "json").stdout)["rules"]
+    rules = json.loads(kubectl(kubeconfig, "get", "clusterrole", role, "-o", "json").stdout)["rules"]
     i = next(i for i, r in enumerate(rules) if resource in r.get("resources", []))
-    _kubectl(kubeconfig, "patch", "clusterrole", role, "--type=json", "-p",
+    kubectl(kubeconfig, "patch", "clusterrole", role, "--type=json", "-p",
              json.dumps([{"op": "test", "path": f"/rules/{i}", "value": rules[i]},
                          {"op": "remove", "path": f"/rules/{i}"}]))
     return rules[i]
 
 
 def _add_rule(kubeconfig: str, role: str, rule: dict) -> None:
-    _kubectl(kubeconfig, "patch", "clusterrole", role, "--type=json", "-p",
+    kubectl(kubeconfig, "patch", "clusterrole", role, "--type=json", "-p",
              json.dumps([{"op": "add", "path": "/rules/-", "value": rule}]))
 
 
@@ -445,7 +437,7 @@ def _event(kubeconfig: str, pod: str, reason: str, text: str) -> dict | None:
 
 
 @pytest.fixture
-def stack() -> Iterator[Stack]:
+def stack(starts_processes) -> Iterator[Stack]:
     # A short root: the plugin sockets live below it and unix socket paths are short.
     root = tempfile.mkdtemp(prefix="dramock-compose-", dir="/tmp")
     s = Stack(COMPOSE, root)
@@ -481,7 +473,7 @@ def test_compose_stack_runs_dra_end_to_end(stack):
             assert s["spec"]["pool"]["name"] == s["spec"]["nodeName"] and s["spec"]["devices"]
 
         # The stack installs the example DeviceClass itself (node-N-example-driver-token, as the driver's chart would).
-        dc = json.loads(_kubectl(kubeconfig, "get", "deviceclass", EXAMPLE_DRIVER, "-o", "json").stdout)
+        dc = json.loads(kubectl(kubeconfig, "get", "deviceclass", EXAMPLE_DRIVER, "-o", "json").stdout)
         assert f'device.driver == "{EXAMPLE_DRIVER}"' in dc["spec"]["selectors"][0]["cel"]["expression"]
 
         # Every component is a client of the secure port, as itself: its kubeconfig names the TLS port, and the
@@ -494,7 +486,7 @@ def test_compose_stack_runs_dra_end_to_end(stack):
         for name, (user, groups, extra) in identities.items():
             path = _component_kubeconfig(stack, name)
             assert yaml.safe_load(Path(path).read_text())["clusters"][0]["cluster"]["server"] == secure, name
-            info = json.loads(_kubectl(path, "auth", "whoami", "-o", "json").stdout)["status"]["userInfo"]
+            info = json.loads(kubectl(path, "auth", "whoami", "-o", "json").stdout)["status"]["userInfo"]
             assert info["username"] == user, (name, info)
             assert groups | {"system:authenticated"} <= set(info.get("groups") or []), (name, info)
             assert all(info.get("extra", {}).get(k) == v for k, v in extra.items()), (name, info)
@@ -504,27 +496,27 @@ def test_compose_stack_runs_dra_end_to_end(stack):
         # write of status.devices is refused (its log names it), though the pod still starts.
         scheduler_rule = _remove_rule(kubeconfig, SCHEDULER_ROLE, "pods/binding")
         driver_rule = _remove_rule(kubeconfig, DRIVER_ROLE, "resourceclaims/driver")
-        _kubectl(kubeconfig, "apply", "-f", "-", input=PROBE)
+        kubectl(kubeconfig, "apply", "-f", "-", input=PROBE)
         wait_for(lambda: _event(kubeconfig, "compose-probe", "FailedScheduling",
                                 'User "system:kube-scheduler" cannot create resource "pods/binding" in API group '
                                 '"" in the namespace "default"'),
                  STARTUP, interval=0.3, what="the scheduler's binding refused, as system:kube-scheduler")
         _add_rule(kubeconfig, SCHEDULER_ROLE, scheduler_rule)
-        _kubectl(kubeconfig, "wait", "--for=jsonpath={.status.phase}=Running", "pod/compose-probe", "--timeout=40s")
-        node = json.loads(_kubectl(kubeconfig, "get", "pod", "compose-probe", "-o", "json").stdout)["spec"]["nodeName"]
+        kubectl(kubeconfig, "wait", "--for=jsonpath={.status.phase}=Running", "pod/compose-probe", "--timeout=40s")
+        node = json.loads(kubectl(kubeconfig, "get", "pod", "compose-probe", "-o", "json").stdout)["spec"]["nodeName"]
         driver_log = stack.logs[_node_services(stack.services, "example-driver")[node]]
         wait_for(lambda: f'User "{DRIVER_ACCOUNT}" cannot associated-node:update resource "resourceclaims/driver" '
                          'in API group "resource.k8s.io" in the namespace "default"' in Path(driver_log).read_text(),
                  STARTUP, interval=0.3, what=f"{node}'s driver refused its claim status write, as its ServiceAccount")
-        probe = json.loads(_kubectl(kubeconfig, "get", "resourceclaim", "compose-probe-gpu", "-o", "json").stdout)
+        probe = json.loads(kubectl(kubeconfig, "get", "resourceclaim", "compose-probe-gpu", "-o", "json").stdout)
         assert not probe["status"].get("devices"), probe["status"]
         _add_rule(kubeconfig, DRIVER_ROLE, driver_rule)
 
         # A claim of its own, and the docs page's pod-with-cats (claims from a template: the controller manager).
-        _kubectl(kubeconfig, "apply", "-f", "-", input=CLAIM_AND_POD)
-        _kubectl(kubeconfig, "apply", "-f", str(CATS))
+        kubectl(kubeconfig, "apply", "-f", "-", input=CLAIM_AND_POD)
+        kubectl(kubeconfig, "apply", "-f", str(CATS))
         for pod in ("compose-pod", "pod-with-cats"):
-            _kubectl(kubeconfig, "wait", "--for=jsonpath={.status.phase}=Running", f"pod/{pod}", "--timeout=40s")
+            kubectl(kubeconfig, "wait", "--for=jsonpath={.status.phase}=Running", f"pod/{pod}", "--timeout=40s")
 
         pods = {p["metadata"]["name"]: p for p in _items(kubeconfig, "pods")}
         claims = [c for c in _items(kubeconfig, "resourceclaims") if c["metadata"]["name"] != "compose-probe-gpu"]

@@ -11,14 +11,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import Server, start_server, stop, wait_for
+from tests.helpers import Server, create, get, make_ns, start_server, stop, wait_for
 
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 FINALIZER = "resource.kubernetes.io/delete-protection"
 
 
 @pytest.fixture(scope="module")
-def serve(tmp_path_factory) -> Iterator[Server]:
+def serve(tmp_path_factory, starts_processes) -> Iterator[Server]:
     s = start_server(str(tmp_path_factory.mktemp("controllers")), "--nodes", "0", command="serve")
     yield s
     stop(s)
@@ -26,24 +26,7 @@ def serve(tmp_path_factory) -> Iterator[Server]:
 
 @pytest.fixture
 def ns(serve: Server) -> str:
-    name = "ctl-" + uuid.uuid4().hex[:8]
-    code, _, body = serve.request("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
-    assert code == 201, body
-    return name
-
-
-def get(serve: Server, path: str) -> dict | None:
-    code, _, body = serve.request("GET", path)
-    if code == 404:
-        return None
-    assert code == 200, body
-    return body
-
-
-def create(serve: Server, path: str, obj: dict) -> dict:
-    code, _, body = serve.request("POST", path, obj)
-    assert code == 201, body
-    return body
+    return make_ns(serve, "ctl")
 
 
 def template(ns: str, name: str = "gpu-template") -> dict:
@@ -210,6 +193,7 @@ def test_bound_pod_gets_its_allocated_claim_reserved(serve: Server, ns: str):
     assert wait_for(reserved) == [{"resource": "pods", "name": "bound", "uid": p["metadata"]["uid"]}]
 
 
+@pytest.mark.e2e
 def test_controller_manager_subcommand(tmp_path):
     """`dramock controller-manager --kubeconfig` runs the controllers against an `apiserver` of its own."""
     import subprocess

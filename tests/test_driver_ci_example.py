@@ -9,7 +9,9 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from tests.conftest import KUBECTL, free_port
+import pytest
+
+from tests.helpers import KUBECTL, free_port
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "driver-ci"
 
@@ -19,6 +21,7 @@ def test_workflow_runs_the_ci_script():
     assert "./examples/driver-ci/ci.sh" in workflow
 
 
+@pytest.mark.e2e
 def test_ci_script_passes(tmp_path):
     env = dict(os.environ, PORT=str(free_port()), OUT=str(tmp_path), PYTHON=sys.executable,
                PATH=f"{os.path.dirname(KUBECTL)}:{os.path.dirname(sys.executable)}:{os.environ['PATH']}")

@@ -7,29 +7,19 @@ from __future__ import annotations
 import glob
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import start_server, stop, wait_for
+from tests.helpers import node_cluster, wait_for
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pod-with-cats" / "pod-with-cats.yaml"
 
 
 @pytest.fixture
-def cluster():
-    # A short directory: the nodes' plugin sockets live below it (unix socket paths are short).
-    tmp = tempfile.mkdtemp(prefix="dramock-e2e-", dir="/tmp")
-    s = start_server(tmp, "--nodes", "2", command="serve")
-    try:
-        wait_for(lambda: len(s.request("GET", "/apis/resource.k8s.io/v1/resourceslices")[2]["items"]) == 2,
-                 30, what="the example driver's slices on both nodes")
+def cluster(starts_processes):
+    with node_cluster("dramock-e2e-") as s:
         yield s
-    finally:
-        stop(s)
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _claims(s) -> list[dict]:

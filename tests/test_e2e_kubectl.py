@@ -9,7 +9,7 @@ import textwrap
 import pytest
 import yaml
 
-from tests.conftest import KUBECTL, wait_for
+from tests.helpers import KUBECTL, wait_for
 
 # Defaults (allocationMode/count) are spelled out: the requests list is atomic, so kubectl's three-way
 # patch would otherwise resend it on every apply, against upstream exactly as against dramock.

@@ -25,7 +25,7 @@ import pytest
 from kubernetes import client, config, watch
 from kubernetes.client import ApiException
 
-from tests.conftest import wait_for
+from tests.helpers import wait_for
 
 RUN = uuid.uuid4().hex[:6]
 DRIVER = f"gpu.pyc-{RUN}.example.com"

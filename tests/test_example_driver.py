@@ -19,7 +19,7 @@ from dramock.kubelet.proto import (
     pluginregistration_v1_pb2,
     pluginregistration_v1_pb2_grpc,
 )
-from tests.conftest import stop_process, wait_for
+from tests.helpers import stop_process, wait_for
 from tests.test_kubelet_pods import DRIVER, V1, allocate, get_claim, make_claim
 from tests.test_kubelet_pods import cluster as cluster  # noqa: F401 - the fixture
 

@@ -13,17 +13,15 @@ partitionable-mig example, which needs the alpha gate DRADeviceCompatibilityGrou
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from dramock.schemas import featuregates
-from tests.conftest import KUBECTL, Server, start_server, stop_process, wait_for
+from tests.helpers import Server, get, kubectl, node_cluster, results, stop_process, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -45,82 +43,34 @@ FINALIZER = "resource.kubernetes.io/delete-protection"
 # ---------------------------------------------------------------- servers
 
 
-def _start_cluster(gates: str, *extra_args: str) -> tuple[Server, str]:
-    # A short directory: the simulated nodes keep their plugin sockets below it (unix socket paths are short),
-    # so node-1's root is <data-dir>/nodes/node-1, as the READMEs say.
-    tmp = tempfile.mkdtemp(prefix="dramock-ex-", dir="/tmp")
-    extra = (["--feature-gates", gates] if gates else []) + list(extra_args)
-    s = start_server(tmp, "--nodes", "2", *extra, command="serve")
-    try:
-        wait_for(lambda: len(s.request("GET", f"{R}/resourceslices")[2].get("items", [])) == 2, 30,
-                 what="the example driver's slices on both nodes")
-        wait_for(lambda: s.request("GET", f"{R}/deviceclasses/gpu.example.com")[0] == 200, 30,
-                 what="the gpu.example.com DeviceClass")
-    except BaseException:
-        _shutdown(s, tmp)
-        raise
-    return s, tmp
-
-
-def _shutdown(s: Server, tmp: str) -> None:
-    if s.proc.poll() is None:
-        s.proc.terminate()
-        try:
-            s.proc.wait(timeout=3)
-        except subprocess.TimeoutExpired:  # nothing left to check: do not wait out the graceful shutdown
-            s.proc.kill()
-            s.proc.wait(timeout=10)
-    shutil.rmtree(tmp, ignore_errors=True)
-
-
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Server]:
+def cluster(starts_processes) -> Iterator[Server]:
     """`dramock serve` with the 1.37 default gates: every example but partitionable-mig."""
-    s, tmp = _start_cluster("")
-    yield s
-    _shutdown(s, tmp)
+    with node_cluster("dramock-ex-", grace=3) as s:
+        yield s
 
 
 @pytest.fixture(scope="module")
-def binding_cluster() -> Iterator[Server]:
+def binding_cluster(starts_processes) -> Iterator[Server]:
     """`dramock serve --dra-binding-timeout 15s`: binding-conditions (its fabric pool is cluster-wide, and its
     README shortens the scheduler's binding timeout)."""
     assert "python3 -m dramock serve --dra-binding-timeout 15s" in readme("binding-conditions")
-    s, tmp = _start_cluster("", "--dra-binding-timeout", "15s")
-    yield s
-    _shutdown(s, tmp)
+    with node_cluster("dramock-ex-", "--dra-binding-timeout", "15s", grace=3) as s:
+        yield s
 
 
 @pytest.fixture(scope="module")
-def compat_cluster() -> Iterator[Server]:
+def compat_cluster(starts_processes) -> Iterator[Server]:
     """`dramock serve --feature-gates DRADeviceCompatibilityGroups=true`: partitionable-mig."""
-    s, tmp = _start_cluster(GATES["partitionable-mig"])
-    yield s
-    _shutdown(s, tmp)
+    with node_cluster("dramock-ex-", "--feature-gates", GATES["partitionable-mig"], grace=3) as s:
+        yield s
 
 
 # ---------------------------------------------------------------- kubectl and API helpers
 
 
-def kubectl(s: Server, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    """kubectl run from the repository root, so paths and messages are the READMEs' own."""
-    res = subprocess.run([KUBECTL, "--kubeconfig", s.kubeconfig, *args], capture_output=True, text=True,
-                         timeout=90, cwd=ROOT)
-    if check and res.returncode != 0:
-        raise AssertionError(f"kubectl {' '.join(args)} failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
-    return res
-
-
 def apply(s: Server, directory: str, check: bool = True) -> subprocess.CompletedProcess:
     return kubectl(s, "apply", "-f", f"examples/{directory}/", check=check)
-
-
-def get(s: Server, path: str) -> dict | None:
-    code, _, body = s.request("GET", path)
-    if code == 404:
-        return None
-    assert code == 200, (path, body)
-    return body
 
 
 def pod(s: Server, ns: str, name: str) -> dict:
@@ -142,10 +92,6 @@ def claims(s: Server, ns: str) -> list[dict]:
 def events(s: Server, ns: str, name: str, reason: str) -> list[dict]:
     items = get(s, f"/api/v1/namespaces/{ns}/events")["items"]
     return [e for e in items if e["involvedObject"].get("name") == name and e["reason"] == reason]
-
-
-def results(c: dict) -> list[dict]:
-    return (((c.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
 
 
 def wait_running(s: Server, ns: str, *pods: str) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import Server, start_server, stop
+from tests.helpers import Server, start_server, stop
 
 R = "/apis/resource.k8s.io/v1"
 NODES = {"node-a": {"zone": "east"}, "node-b": {"zone": "west"}}
@@ -18,7 +18,7 @@ UNSCHEDULABLE = "0/2 nodes are available: 2 cannot allocate all claims."
 
 
 @pytest.fixture(scope="module")
-def api(tmp_path_factory) -> Iterator[Server]:
+def api(tmp_path_factory, starts_processes) -> Iterator[Server]:
     s = start_server(str(tmp_path_factory.mktemp("explain")), "--feature-gates", "DRADeviceCompatibilityGroups=true")
     try:
         for name, labels in NODES.items():

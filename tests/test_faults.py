@@ -50,6 +50,7 @@ def test_rule_syntax():
             parse_rule(bad)
 
 
+@pytest.mark.e2e
 def test_bad_rule_is_refused_by_the_cli(tmp_path):
     res = subprocess.run([sys.executable, "-m", "dramock", "apiserver", "--data-dir", str(tmp_path),
                           "--inject", "api:code=418"], capture_output=True, text=True, timeout=60)
@@ -132,6 +133,7 @@ spec:
 """
 
 
+@pytest.mark.e2e
 def test_components_cope_with_injected_api_errors(tmp_path):
     """50 % of ResourceSlice creates fail with 500 and 20 % of claim status writes get 429: the example driver
     still publishes every slice, every pod still runs, and /metrics counts what was injected."""
@@ -169,6 +171,7 @@ def _events(s, ns: str, reason: str) -> list[dict]:
     return [e for e in out["items"] if e.get("reason") == reason]
 
 
+@pytest.mark.e2e
 def test_kubelet_side_faults(tmp_path):
     """prepare-error and prepare-timeout are retried by the kubelet (the driver is asked again and stays
     idempotent); node-not-ready flips the node's Ready condition for a while; all are counted."""

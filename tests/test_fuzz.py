@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from tests import fuzz
-from tests.conftest import Server, start_server, stop
+from tests.helpers import Server, start_server, stop
 
 pytestmark = pytest.mark.e2e
 
@@ -22,7 +22,7 @@ RUNTIME_CONFIG = "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true,reso
 
 
 @pytest.fixture(scope="module")
-def target(tmp_path_factory) -> Server:
+def target(tmp_path_factory, starts_processes) -> Server:
     s = start_server(str(tmp_path_factory.mktemp("fuzz")), "--runtime-config", RUNTIME_CONFIG)
     yield s
     stop(s)

@@ -348,6 +348,7 @@ def test_feature_gates_object() -> None:
     ("Foo=true", "unrecognized feature gate: Foo"),
     ("DRAAdminAccess=false", "cannot set feature gate DRAAdminAccess to false, feature is locked to true"),
 ])
+@pytest.mark.e2e
 def test_serve_refuses_bad_gates(tmp_path: Any, spec: str, message: str) -> None:
     for command in ("serve", "apiserver"):
         res = subprocess.run([sys.executable, "-m", "dramock", command, "--port", "0", "--data-dir",
@@ -556,6 +557,7 @@ def _gate_args(value: bool) -> list[str]:
     return ["--feature-gates", ",".join(f"{g}={str(value).lower()}" for g in UNLOCKED)]
 
 
+@pytest.mark.e2e
 def test_fields_survive_restart_with_gate_off(tmp_path: Any) -> None:
     server = start_server(str(tmp_path), *_gate_args(True))
     try:

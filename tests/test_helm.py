@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import start_server, stop, wait_for
+from tests.helpers import start_server, stop, wait_for
 
 CHART = Path(__file__).parent / "fixtures" / "helm-chart"
 HISTORY_MAX = 10
@@ -45,7 +45,7 @@ def helm(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def served(tmp_path):
+def served(tmp_path, starts_processes):
     s = start_server(str(tmp_path), command="serve")
     yield s
     stop(s)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.conftest import Server, start_server, stop, wait_for
+from tests.helpers import Server, start_server, stop, wait_for
 
 CM = "/api/v1/namespaces/default/configmaps"
 CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"

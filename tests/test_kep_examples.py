@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 import pytest
 
 from dramock.schemas.quantity import Quantity
-from tests.conftest import Server, spawn, start_server, stop, stop_process, wait_for
+from tests.helpers import Server, create, get, spawn, start_server, stop, stop_process, wait_for
+
+pytestmark = pytest.mark.e2e
 
 COMPAT_GATES = "DRADeviceCompatibilityGroups=true"
 R = "/apis/resource.k8s.io/v1"
@@ -70,7 +72,7 @@ def stop_cluster(c: Cluster) -> None:
 
 
 @pytest.fixture
-def compat(tmp_path) -> Iterator[Cluster]:
+def compat(tmp_path, starts_processes) -> Iterator[Cluster]:
     """Server and scheduler with the alpha DRADeviceCompatibilityGroups gate on."""
     c = start_cluster(str(tmp_path), COMPAT_GATES)
     yield c
@@ -78,7 +80,7 @@ def compat(tmp_path) -> Iterator[Cluster]:
 
 
 @pytest.fixture
-def plain(tmp_path) -> Iterator[Cluster]:
+def plain(tmp_path, starts_processes) -> Iterator[Cluster]:
     """Server and scheduler with default 1.37 gates (DRAConsumableCapacity, DRAPartitionableDevices are beta)."""
     c = start_cluster(str(tmp_path))
     yield c
@@ -86,20 +88,6 @@ def plain(tmp_path) -> Iterator[Cluster]:
 
 
 # ---------------------------------------------------------------- API helpers
-
-
-def create(c: Cluster, path: str, obj: dict) -> dict:
-    code, _, body = c.request("POST", path, obj)
-    assert code == 201, (path, body)
-    return body
-
-
-def get(c: Cluster, path: str) -> dict | None:
-    code, _, body = c.request("GET", path)
-    if code == 404:
-        return None
-    assert code == 200, (path, body)
-    return body
 
 
 def add_node(c: Cluster, name: str = "node-1") -> dict:

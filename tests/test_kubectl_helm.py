@@ -8,17 +8,15 @@ import importlib.metadata
 import io
 import json
 import os
-import shutil
 import subprocess
 import tarfile
-import tempfile
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Server, start_server, stop, wait_for
+from tests.helpers import Server, node_cluster, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -45,16 +43,9 @@ def binaries(tmp_path_factory) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Server]:
-    tmp = tempfile.mkdtemp(prefix="dramock-k35-", dir="/tmp")
-    s = start_server(tmp, "--nodes", "2", command="serve")
-    try:
-        wait_for(lambda: len(s.request("GET", "/apis/resource.k8s.io/v1/resourceslices")[2]["items"]) == 2, 30,
-                 what="the example driver's slices on both nodes")
+def cluster(starts_processes) -> Iterator[Server]:
+    with node_cluster("dramock-k35-") as s:
         yield s
-    finally:
-        stop(s)
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def run(binary: str, s: Server, *args: str, check: bool = True, cwd: str | None = None):

@@ -27,7 +27,7 @@ from dramock.kubelet.proto import (
     pluginregistration_v1_pb2,
     pluginregistration_v1_pb2_grpc,
 )
-from tests.conftest import Server, start_server, stop, stop_process, wait_for
+from tests.helpers import Server, start_server, stop, stop_process, strip_json_names, wait_for
 
 DRIVER_SCRIPT = str(Path(__file__).parent / "fixtures" / "thirdparty_driver.py")
 V1 = "/apis/resource.k8s.io/v1"
@@ -161,18 +161,12 @@ def test_generated_stubs_are_current(tmp_path):
     for fd in fds.file:
         module = {"dra_v1.proto": dra_v1_pb2, "dra_v1beta1.proto": dra_v1beta1_pb2,
                   "pluginregistration_v1.proto": pluginregistration_v1_pb2}[fd.name]
-        _strip_json_names(fd.message_type)  # protoc's Python generator leaves the defaults out
+        strip_json_names(fd.message_type)  # protoc's Python generator leaves the defaults out
         committed = descriptor_pb2.FileDescriptorProto.FromString(module.DESCRIPTOR.serialized_pb)
         assert committed == fd, f"{fd.name}: regenerate with python protos/generate.py"
 
 
-def _strip_json_names(messages) -> None:
-    for m in messages:
-        for f in m.field:
-            f.ClearField("json_name")
-        _strip_json_names(m.nested_type)
-
-
+@pytest.mark.e2e
 def test_thirdparty_driver_serves_upstream_services(sockdir):
     """dramock's stubs and a driver built from the .proto files alone understand each other."""
     drv = Driver("gpu.example.com", os.path.join(sockdir, "reg"), os.path.join(sockdir, "plugins"),
@@ -216,7 +210,7 @@ def test_thirdparty_driver_serves_upstream_services(sockdir):
 
 
 @pytest.fixture
-def cluster(tmp_path, sockdir):
+def cluster(tmp_path, sockdir, starts_processes):
     server = start_server(str(tmp_path))
     procs: list = []
     yield server, sockdir, procs

@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from tests.conftest import Server, start_server, stop, stop_process, wait_for
+from tests.helpers import Server, start_server, stop, stop_process, wait_for
 
 V1 = "/apis/resource.k8s.io/v1"
 DRIVER = "gpu.example.com"
@@ -72,7 +72,7 @@ class Node:
 
 
 @pytest.fixture
-def cluster(tmp_path):
+def cluster(tmp_path, starts_processes):
     """(server, make_node): nodes are stopped and their dirs removed afterwards."""
     server = start_server(str(tmp_path))
     nodes: list[Node] = []

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from dramock.client.leaderelection import parse_duration
-from tests.conftest import spawn, start_server, stop, stop_process, wait_for
+from tests.helpers import spawn, start_server, stop, stop_process, wait_for
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler"
 # Short timings so the test runs in seconds; the defaults are upstream's 15s / 10s / 2s.

@@ -20,7 +20,7 @@ from dramock.kubelet.sockets import (
     check_socket_path,
     driver_sockets,
 )
-from tests.conftest import start_server, stop, wait_for
+from tests.helpers import start_server, stop, wait_for
 
 ROOM = "d" * DRIVER_NAME_ROOM  # the longest driver name a node root is sized for
 

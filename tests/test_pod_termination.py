@@ -5,16 +5,14 @@ deletionTimestamp back."""
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
 import time
 import uuid
 from datetime import datetime, timezone
 
 import pytest
 
-from tests.conftest import Server, spawn, start_server, stop, stop_process, wait_for
+from tests.helpers import Server, node_cluster, spawn, start_server, stop, stop_process, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -23,16 +21,9 @@ HOLD = "example.com/hold"
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    tmp = tempfile.mkdtemp(prefix="dramock-term-", dir="/tmp")
-    s = start_server(tmp, "--nodes", "2", command="serve")
-    try:
-        wait_for(lambda: len(s.request("GET", "/apis/resource.k8s.io/v1/resourceslices")[2]["items"]) == 2,
-                 30, what="the example driver's slices on both nodes")
+def cluster(starts_processes):
+    with node_cluster("dramock-term-") as s:
         yield s
-    finally:
-        stop(s)
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _template(name: str) -> dict:
@@ -156,7 +147,7 @@ def test_shorter_grace_period_moves_deletion_timestamp_back(server):
 
 
 @pytest.fixture
-def podgc(tmp_path):
+def podgc(tmp_path, starts_processes):
     """An API server and a controller manager whose pod GC runs every 0.3 s with a 1 s quarantine and whose
     node lifecycle controller calls a kubelet gone after 2 s without a Lease renewal."""
     s = start_server(str(tmp_path))

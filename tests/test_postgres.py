@@ -4,15 +4,13 @@ quota decided by the database, and a replica killed without losing acknowledged 
 from __future__ import annotations
 
 import itertools
-import json
 import threading
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.conftest import Server, start_server, stop, wait_for
+from tests.helpers import Server, start_server, stop, wait_for, watch_lines
 from tests.pgserver import start_postgres
 
 pytestmark = pytest.mark.e2e
@@ -22,7 +20,7 @@ RES = "/apis/resource.k8s.io/v1"
 
 
 @pytest.fixture(scope="module")
-def pg():
+def pg(starts_processes):
     p = start_postgres()
     yield p
     p.stop()
@@ -69,14 +67,7 @@ def test_a_write_on_a_is_readable_on_b_within_a_second(replicas):
 
 
 def _watch(srv: Server, path: str, rv: str, stop_after: int, timeout: float = 30) -> list[dict]:
-    out: list[dict] = []
-    url = f"{srv.url}{path}?watch=1&resourceVersion={rv}&allowWatchBookmarks=false"
-    with urllib.request.urlopen(url, timeout=timeout) as resp:
-        for line in resp:
-            out.append(json.loads(line))
-            if len(out) >= stop_after:
-                break
-    return out
+    return watch_lines(f"{srv.url}{path}?watch=1&resourceVersion={rv}&allowWatchBookmarks=false", stop_after, timeout)
 
 
 def test_watch_on_b_sees_every_write_from_both_replicas_in_order_exactly_once(replicas):

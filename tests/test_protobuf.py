@@ -38,6 +38,7 @@ from dramock.apiserver import protobuf
 from dramock.apiserver.protobuf import decode
 from dramock.errors import APIError
 from dramock.schemas import registry
+from tests.helpers import strip_json_names
 
 FIXTURES = Path(__file__).parent / "fixtures" / "protobuf"
 
@@ -366,16 +367,9 @@ def test_generated_k8s_modules_are_current(tmp_path):
     assert len(fds.file) == len(files)
     for fd in fds.file:
         module = import_module("dramock.apiserver.pb." + fd.name.removesuffix(".proto").replace("/", ".") + "_pb2")
-        _strip_json_names(fd.message_type)  # protoc's Python generator leaves the defaults out
+        strip_json_names(fd.message_type)  # protoc's Python generator leaves the defaults out
         committed = descriptor_pb2.FileDescriptorProto.FromString(module.DESCRIPTOR.serialized_pb)
         assert committed == fd, f"{fd.name}: regenerate with python protos/generate_k8s.py"
-
-
-def _strip_json_names(messages) -> None:
-    for m in messages:
-        for f in m.field:
-            f.ClearField("json_name")
-        _strip_json_names(m.nested_type)
 
 
 # -- every served kind has a contract -----------------------------------------------------------------------

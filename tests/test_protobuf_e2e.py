@@ -22,7 +22,7 @@ import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
 from grpc_tools import protoc
 
-from tests.conftest import start_server, stop
+from tests.helpers import start_server, stop
 
 PROTOS = Path(__file__).resolve().parent.parent / "protos" / "k8s"
 PB = "application/vnd.kubernetes.protobuf"
@@ -64,7 +64,7 @@ def pb(tmp_path_factory) -> Messages:
 
 
 @pytest.fixture(scope="module")
-def srv(tmp_path_factory):
+def srv(tmp_path_factory, starts_processes):
     s = start_server(str(tmp_path_factory.mktemp("pb")), "--runtime-config", "resource.k8s.io/v1beta2=true")
     yield s
     stop(s)

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from tests.conftest import KUBECTL
+from tests.helpers import KUBECTL
 
 pytestmark = pytest.mark.usefixtures("kubectl_on_path")
 

@@ -11,14 +11,14 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from dramock.schemas import quota as q
-from tests.conftest import Server, start_server, stop, wait_for
+from tests.helpers import Server, start_server, stop, wait_for
 
 RES = "/apis/resource.k8s.io/v1"
 _ids = itertools.count()
 
 
 @pytest.fixture(scope="module")
-def srv(tmp_path_factory):
+def srv(tmp_path_factory, starts_processes):
     s = start_server(str(tmp_path_factory.mktemp("quota")), "--nodes", "0", command="serve")
     yield s
     stop(s)
@@ -380,6 +380,7 @@ def test_usage_computed_after_quota_creation(srv):
     assert _get_quota(srv, ns)["status"]["hard"] == {q.CLAIM_COUNT: "2"}
 
 
+@pytest.mark.e2e
 def test_quota_status_unknown_refuses(tmp_path):
     """`apiserver` alone (no controller): a quota's status is only what is written to it."""
     s = start_server(str(tmp_path))

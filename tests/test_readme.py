@@ -12,7 +12,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import KUBECTL, free_port, spawn, stop_process, wait_for
+import pytest
+
+from tests.helpers import KUBECTL, free_port, spawn, stop_process, wait_for
+
+pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-import uuid
 from collections.abc import Iterator
 from fractions import Fraction
 
@@ -19,7 +18,7 @@ import pytest
 from dramock.client.rest import APIStatusError, Client
 from dramock.scheduler import loop
 from dramock.scheduler.types import AllocationInput, AllocationOutcome
-from tests.conftest import Server, start_server, stop, wait_for
+from tests.helpers import Server, create, get, make_ns, node_cluster, wait_for
 
 FINALIZER = "resource.kubernetes.io/delete-protection"
 CLASS = "gpu.example.com"
@@ -99,51 +98,15 @@ class SchedulerThread:
         self.thread.join(timeout=15)
 
 
-def start_cluster(tmp: str) -> Server:
-    """`serve --nodes 2`: its own scheduler, controllers, kubelet shims and example drivers."""
-    s = start_server(tmp, "--nodes", "2", command="serve")
-    try:
-        # The simulated nodes register and publish their slices once the server listens.
-        wait_for(lambda: len(get(s, "/apis/resource.k8s.io/v1/resourceslices")["items"]) == 2, 30,
-                 what="two ResourceSlices")
-        wait_for(lambda: len(get(s, "/api/v1/nodes")["items"]) == 2, 30, what="two nodes")
-    except BaseException:
-        stop(s)  # the fixture never yields it: stop it here
-        raise
-    return s
-
-
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory) -> Iterator[Server]:
-    s = start_cluster(str(tmp_path_factory.mktemp("scheduler")))
-    yield s
-    stop(s)
+def cluster(starts_processes) -> Iterator[Server]:
+    with node_cluster("dramock-sch-") as s:
+        yield s
 
 
 @pytest.fixture
 def ns(cluster: Server) -> str:
-    return make_ns(cluster)
-
-
-def make_ns(s: Server) -> str:
-    name = "sch-" + uuid.uuid4().hex[:8]
-    code, _, body = s.request("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
-    assert code == 201, body
-    return name
-
-
-def get(s: Server, path: str) -> dict | None:
-    code, _, body = s.request("GET", path)
-    if code == 404:
-        return None
-    assert code == 200, body
-    return body
-
-
-def create(s: Server, path: str, obj: dict) -> dict:
-    code, _, body = s.request("POST", path, obj)
-    assert code == 201, body
-    return body
+    return make_ns(cluster, "sch")
 
 
 def template(ns: str, name: str = "gpu") -> dict:
@@ -333,10 +296,10 @@ def test_prebound_and_foreign_pods_are_left_alone(cluster: Server, ns: str):
     assert node_of(cluster, ns, "prebound") == "node-1"
 
 
-def test_seventeen_gpus_on_sixteen(tmp_path):
-    s = start_cluster(str(tmp_path))
-    try:
-        ns = make_ns(s)
+@pytest.mark.e2e
+def test_seventeen_gpus_on_sixteen():
+    with node_cluster("dramock-sch-") as s:
+        ns = make_ns(s, "sch")
         create(s, f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates", template(ns))
         names = [f"p{i:02d}" for i in range(17)]
         for n in names:
@@ -365,8 +328,6 @@ def test_seventeen_gpus_on_sixteen(tmp_path):
         assert code in (200, 202), body  # graceful: the kubelet finishes the deletion
         assert wait_for(lambda: node_of(s, ns, last), 60, what="17th pod bound after a delete")
         wait_for(lambda: get_pod(s, ns, last)["status"].get("phase") == "Running", 30, what="17th pod running")
-    finally:
-        stop(s)
 
 
 def flaky_scheduler(name: str, failures: list[str], created: list[str] | None = None):

@@ -12,18 +12,14 @@ import pytest
 
 from dramock.scheduler import extended, loop
 from dramock.scheduler.types import AllocationInput, AllocationOutcome
-from tests.conftest import Server, stop, wait_for
+from tests.helpers import Server, create, get, make_ns, node_cluster, wait_for
 from tests.test_scheduler import (
     FINALIZER,
     SchedulerThread,
-    create,
     events,
     flaky_scheduler,
-    get,
     get_pod,
-    make_ns,
     node_of,
-    start_cluster,
 )
 
 ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
@@ -33,11 +29,10 @@ GPU_EXT = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata"
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory) -> Iterator[Server]:
-    s = start_cluster(str(tmp_path_factory.mktemp("scheduler-extended")))
-    create(s, "/apis/resource.k8s.io/v1/deviceclasses", GPU_EXT)
-    yield s
-    stop(s)
+def cluster(starts_processes) -> Iterator[Server]:
+    with node_cluster("dramock-sch-ext-") as s:
+        create(s, "/apis/resource.k8s.io/v1/deviceclasses", GPU_EXT)
+        yield s
 
 
 def gpu_pod(ns: str, name: str, n: int, resource: str = "example.com/gpu", **spec_extra) -> dict:
@@ -139,7 +134,7 @@ def test_classic_fit_on_nodes_listing_the_resource_and_filter_timeout():
 
 
 def test_eight_gpus_via_extended_resource(cluster: Server):
-    ns = make_ns(cluster)
+    ns = make_ns(cluster, "sch")
     create(cluster, f"/api/v1/namespaces/{ns}/pods", gpu_pod(ns, "eight", 8))
     node = wait_for(lambda: node_of(cluster, ns, "eight"), 30, what="8-GPU pod bound")
     p = get_pod(cluster, ns, "eight")
@@ -188,7 +183,7 @@ def test_eight_gpus_via_extended_resource(cluster: Server):
 def test_implicit_name_and_failed_binding_deletes_the_claim(cluster: Server):
     """`deviceclass.resource.kubernetes.io/gpu.example.com`, scheduled by a second scheduler whose first binding
     fails: the special claim is deleted and the pod status cleared, then a new claim is made on the retry."""
-    ns = make_ns(cluster)
+    ns = make_ns(cluster, "sch")
     failures: list[str] = []
     seen_claims: list[str] = []
     sched = SchedulerThread(cluster.url, flaky_scheduler("flaky-ext-scheduler", failures, seen_claims)).start()

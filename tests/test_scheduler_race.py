@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import Server, spawn, start_server, stop, stop_process, wait_for
+from tests.helpers import Server, spawn, start_server, stop, stop_process, wait_for
 
 R = "/apis/resource.k8s.io/v1"
 NS = "default"
@@ -144,7 +144,7 @@ def allocation_written_once(events: list[tuple[str, dict]], claim_name: str) -> 
 
 
 @pytest.fixture
-def server(tmp_path) -> Iterator[Server]:
+def server(tmp_path, starts_processes) -> Iterator[Server]:
     s = start_server(str(tmp_path))
     yield s
     stop(s)

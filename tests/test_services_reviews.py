@@ -8,13 +8,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import Server, start_server, stop
+from tests.helpers import Server, start_server, stop
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def api(tmp_path_factory) -> Iterator[Server]:
+def api(tmp_path_factory, starts_processes) -> Iterator[Server]:
     s = start_server(str(tmp_path_factory.mktemp("svc")), "--service-cluster-ip-range", "10.100.0.0/24")
     yield s
     stop(s)

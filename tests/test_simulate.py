@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Server, wait_for
-from tests.test_examples import _shutdown, _start_cluster, kubectl, results
+from tests.helpers import Server, kubectl, node_cluster, results, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 GATES = "DRADeviceCompatibilityGroups=true"
@@ -30,10 +29,9 @@ EXAMPLES = ["quickstart/quickstart.yaml", "shared-claim/shared-claim.yaml", "pri
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Server]:
-    s, tmp = _start_cluster(GATES)
-    yield s
-    _shutdown(s, tmp)
+def cluster(starts_processes) -> Iterator[Server]:
+    with node_cluster("dramock-ex-", "--feature-gates", GATES, grace=3) as s:
+        yield s
 
 
 def _simulate(*args: str) -> subprocess.CompletedProcess:

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import Server, start_server, stop
+from tests.helpers import Server, start_server, stop
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "spec_scenarios"
 NAMESPACE = "spec-scenarios"
@@ -67,7 +67,7 @@ SCENARIOS = sorted(SCENARIO_DIR.glob("*.yaml"))
 
 
 @pytest.fixture(scope="module")
-def scenario_server(tmp_path_factory) -> Iterator[Server]:
+def scenario_server(tmp_path_factory, starts_processes) -> Iterator[Server]:
     s = start_server(str(tmp_path_factory.mktemp("spec-scenarios")), "--runtime-config", RUNTIME_CONFIG)
     try:
         s.kubectl("create", "namespace", NAMESPACE)

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from tests.conftest import start_server, stop, wait_for
+from tests.helpers import start_server, stop, wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Server, wait_for
-from tests.test_examples import _shutdown, _start_cluster, kubectl, results
+from tests.helpers import Server, kubectl, node_cluster, results, wait_for
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -31,9 +30,8 @@ pytestmark = pytest.mark.skipif(not (os.path.exists(CHROMIUM) and os.path.exists
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Server]:
-    s, tmp = _start_cluster("DRADeviceCompatibilityGroups=true")
-    try:
+def cluster(starts_processes) -> Iterator[Server]:
+    with node_cluster("dramock-ex-", "--feature-gates", "DRADeviceCompatibilityGroups=true", grace=3) as s:
         kubectl(s, "apply", "-f", "examples/quickstart/", "-f", "examples/partitionable-mig/",
                 "-f", "examples/partitionable-mig/vgpu/")
         for ns, pod in (("quickstart", "gpu-pod"), ("partitionable-mig", "pod-mig-a"),
@@ -41,12 +39,10 @@ def cluster() -> Iterator[Server]:
             wait_for(lambda ns=ns, pod=pod: s.request("GET", f"/api/v1/namespaces/{ns}/pods/{pod}")[2]["spec"].get(
                 "nodeName"), 60, what=f"{ns}/{pod} scheduled")
         yield s
-    finally:
-        _shutdown(s, tmp)
 
 
 @pytest.fixture
-def browser() -> Iterator:
+def browser(starts_processes) -> Iterator:
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()

@@ -8,7 +8,9 @@ import urllib.request
 
 import pytest
 
-from tests.conftest import Server
+from tests.helpers import Server
+
+pytestmark = pytest.mark.e2e
 
 R = "/apis/resource.k8s.io/v1"
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Server
+from tests.helpers import Server
 from tests.test_validation_resource import (
     BAD_NAME,
     C_IDENT_MSG,

@@ -5,14 +5,12 @@ Complete, DaemonSet numberReady=2, StatefulSet readyReplicas=2), and frees every
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Server, start_server, stop, wait_for
+from tests.helpers import Server, node_cluster, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -21,18 +19,9 @@ R = "/apis/resource.k8s.io/v1"
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Server]:
-    tmp = tempfile.mkdtemp(prefix="dramock-wl-", dir="/tmp")
-    s = start_server(tmp, "--nodes", "2", command="serve")
-    try:
-        wait_for(lambda: len(s.request("GET", f"{R}/resourceslices")[2].get("items", [])) == 2, 30,
-                 what="the example driver's slices on both nodes")
-        wait_for(lambda: s.request("GET", f"{R}/deviceclasses/gpu.example.com")[0] == 200, 30,
-                 what="the gpu.example.com DeviceClass")
+def cluster(starts_processes) -> Iterator[Server]:
+    with node_cluster("dramock-wl-") as s:
         yield s
-    finally:
-        stop(s)
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def kubectl_json(s: Server, *args: str) -> dict:

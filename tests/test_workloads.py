@@ -4,14 +4,11 @@ subresource, Indexed Jobs, backoffLimit, Recreate Deployments and foreground cas
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
-import uuid
 from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import Server, start_server, stop, wait_for
+from tests.helpers import Server, make_ns, node_cluster, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -20,22 +17,14 @@ BATCH = "/apis/batch/v1/namespaces"
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Server]:
-    tmp = tempfile.mkdtemp(prefix="dramock-wk-", dir="/tmp")
-    s = start_server(tmp, "--nodes", "2", command="serve")
-    try:
-        wait_for(lambda: len(s.request("GET", "/api/v1/nodes")[2].get("items", [])) == 2, 30, what="two nodes")
+def cluster(starts_processes) -> Iterator[Server]:
+    with node_cluster("dramock-wk-") as s:
         yield s
-    finally:
-        stop(s)
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @pytest.fixture
 def ns(cluster: Server) -> str:
-    name = "wk-" + uuid.uuid4().hex[:8]
-    assert cluster.request("POST", "/api/v1/namespaces", {"metadata": {"name": name}})[0] == 201
-    return name
+    return make_ns(cluster, "wk")
 
 
 def deployment(name: str, replicas: int = 2, image: str = "nginx:1.27", **spec) -> dict:
