@@ -20,7 +20,7 @@ MAX_JSON_PATCH_COPY_BYTES = 3 * 1024 * 1024  # kube-apiserver's default JSONPatc
 
 
 def apply_json_patch(obj: Obj, body: list | str | bytes) -> Obj:
-    """Apply an RFC 6902 patch. `ops` is the decoded body (or the raw body).
+    """Apply an RFC 6902 patch. `body` is the decoded patch (or the raw body).
 
     Upstream: an undecodable patch is 400 BadRequest, more than 10000 operations 413, and any failing
     operation (bad path, failed `test`, unknown op) 422 Invalid with a generic message.
