@@ -31,7 +31,8 @@ class ServiceIPAllocator:
         return str(self.network.network_address + 1)
 
     def _in_use(self) -> tuple[set[str], set[int]]:
-        ips, ports = set(), set()
+        ips: set[str] = set()
+        ports: set[int] = set()
         for _, svc in self.store.list("services"):
             spec = svc.get("spec") or {}
             ips.update(ip for ip in spec.get("clusterIPs") or [spec.get("clusterIP")] if ip and ip != "None")

@@ -124,6 +124,10 @@ class Strategy:
     def validate_status_update(self, new: Obj, old: Obj) -> list[Cause]:
         return validate_object_meta_update(new, old)
 
+    # -- update through /finalize: only kinds that serve it (namespaces) override this --
+    def prepare_for_finalize(self, new: Obj, old: Obj) -> None:
+        raise NotImplementedError(f"{self.kind.kind} has no finalize subresource")
+
     # -- deletion --
     def deletion_blocked(self, obj: Obj) -> bool:
         """Whether a delete must wait (deletionTimestamp set) instead of removing the object now."""

@@ -95,6 +95,7 @@ def decode_object(body: bytes, content_type: str, kind: Kind, field_validation: 
                   definition: str | None = None) -> Decoded:
     """Decode a create/update body for `kind`, applying upstream's strict-decoding rules."""
     mt = media_type(content_type)
+    dups: list[str]
     if mt == PROTOBUF:
         obj, dups = protobuf.decode(body), []
     elif mt in (JSON, YAML, "", "*/*", "text/yaml", "application/x-yaml"):

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from google.protobuf import descriptor_pool, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -82,6 +82,12 @@ def _register_contracts() -> None:
 _register_contracts()
 
 
+def _descriptor(cls_or_msg: Message | type[Message]) -> Descriptor:
+    """A message's descriptor. The stubs also name upb's descriptor class, which the runtime's `Descriptor`
+    accepts as an instance (its metaclass says so)."""
+    return cast(Descriptor, cls_or_msg.DESCRIPTOR)
+
+
 def message_class(api_version: str, kind: str) -> type[Message] | None:
     """The generated class for (apiVersion, kind), or None when no served contract defines it."""
     group, _, version = api_version.rpartition("/")
@@ -127,13 +133,13 @@ def _plan(desc: Descriptor) -> _Plan:
     plan = _PLANS.get(desc.full_name)
     if plan is None:
         fields = []
-        for f in desc.fields:
-            full = f"{desc.full_name}.{f.name}"
-            is_map = f.message_type is not None and f.message_type.GetOptions().map_entry
-            value = f.message_type.fields_by_name["value"] if is_map else f
+        for fd in desc.fields:
+            full = f"{desc.full_name}.{fd.name}"
+            entry = fd.message_type if fd.message_type is not None and fd.message_type.GetOptions().map_entry else None
+            value = entry.fields_by_name["value"] if entry is not None else fd
             fields.append(_Field(
-                f.name, gojson.JSON_NAMES.get(full, f.name), f.number,
-                f.is_repeated, is_map, full in gojson.INLINE, full in gojson.KEEP_ZERO,
+                fd.name, gojson.JSON_NAMES.get(full, fd.name), fd.number,
+                fd.is_repeated, entry is not None, full in gojson.INLINE, full in gojson.KEEP_ZERO,
                 value.message_type, value.type == FieldDescriptor.TYPE_BYTES))
         by_json: dict[str, tuple[tuple[str, ...], _Field]] = {}
         for f in fields:
@@ -152,7 +158,7 @@ def to_json(msg: Message) -> Obj:
 
 
 def _message_to_json(msg: Message, path: str) -> Obj:
-    desc = msg.DESCRIPTOR
+    desc = _descriptor(msg)
     _check_wire_types(msg, desc, path)
     by_number = _plan(desc).by_number
     out: Obj = {}
@@ -214,13 +220,13 @@ def from_json(obj: Obj, cls: type[Message]) -> Message:
 def _fill(msg: Message, obj: Obj, path: str) -> None:
     if not isinstance(obj, dict):
         raise bad_request(f"{path or 'object'}: expected an object, got {type(obj).__name__}")
-    by_json = _plan(msg.DESCRIPTOR).by_json
+    by_json = _plan(_descriptor(msg)).by_json
     for key, value in obj.items():
         entry = by_json.get(key)
         if entry is None or value is None:
             continue  # a field the contract lacks, or JSON null (Go's zero)
         chain, f = entry
-        target_msg = msg
+        target_msg: Any = msg  # a generated message: its fields are attributes the stubs cannot name
         for name in chain:  # into the inlined struct that holds this member
             target_msg = getattr(target_msg, name)
             target_msg.SetInParent()
@@ -270,7 +276,7 @@ def _value_into(f: _Field, target: Message, value: Any, path: str) -> None:
 _EPOCH_ORDINAL = datetime(1970, 1, 1).toordinal()
 
 
-def _time_to_json(msg: Message, path: str, micro: bool = False) -> str | None:
+def _time_to_json(msg: Any, path: str, micro: bool = False) -> str | None:
     if not msg.seconds and not msg.nanos:  # the zero Time: null in JSON, absent here
         return None
     try:
@@ -281,7 +287,7 @@ def _time_to_json(msg: Message, path: str, micro: bool = False) -> str | None:
     return f"{text}.{msg.nanos // 1000:06d}Z" if micro else text + "Z"
 
 
-def _time_from_json(msg: Message, value: Any, path: str) -> None:
+def _time_from_json(msg: Any, value: Any, path: str) -> None:
     if not isinstance(value, str):
         raise bad_request(f"{path}: expected an RFC 3339 time string")
     try:
@@ -300,7 +306,7 @@ _DURATION_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 
 
-def _duration_to_json(msg: Message, _path: str) -> str:
+def _duration_to_json(msg: Any, _path: str) -> str:
     """Go's time.Duration.String()."""
     ns = msg.duration
     sign, ns = ("-", -ns) if ns < 0 else ("", ns)
@@ -326,7 +332,7 @@ def _trim(value: int, unit: int) -> str:
     return f"{whole}.{frac:0{digits}d}".rstrip("0")
 
 
-def _duration_from_json(msg: Message, value: Any, path: str) -> None:
+def _duration_from_json(msg: Any, value: Any, path: str) -> None:
     text = value if isinstance(value, str) else ""
     sign = -1 if text.startswith("-") else 1
     body = text.lstrip("+-")
@@ -351,7 +357,7 @@ def _dumps(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def _int_or_string_from_json(msg: Message, value: Any, path: str) -> None:
+def _int_or_string_from_json(msg: Any, value: Any, path: str) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise bad_request(f"{path}: expected an integer or a string")
     if isinstance(value, str):
@@ -360,14 +366,14 @@ def _int_or_string_from_json(msg: Message, value: Any, path: str) -> None:
         msg.type, msg.intVal = 0, value
 
 
-def _set_quantity(msg: Message, value: Any, path: str) -> None:
+def _set_quantity(msg: Any, value: Any, path: str) -> None:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise bad_request(f"{path}: quantities must match the regular expression "
                           "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
     msg.string = value if isinstance(value, str) else json.dumps(value)
 
 
-def _slice_from_json(msg: Message, value: Any, path: str) -> None:
+def _slice_from_json(msg: Any, value: Any, path: str) -> None:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise bad_request(f"{path}: expected a list of strings")
     msg.items.extend(value)
@@ -465,7 +471,7 @@ class Encoder:
         cls = message_class(api_version, kind)
         if cls is None:
             raise APIError(406, "NotAcceptable", f"{api_version}/{kind} has no protobuf encoding")
-        desc = cls.DESCRIPTOR
+        desc = _descriptor(cls)
         items = desc.fields_by_name.get("items")
         try:
             if kind.endswith("List") and items is not None and items.message_type is not None:
@@ -501,6 +507,7 @@ class Encoder:
 
     def _list(self, obj: Obj, desc: Descriptor, items: FieldDescriptor, stored: bool) -> bytes:
         meta_field = desc.fields_by_name["metadata"]
+        assert meta_field.message_type is not None and items.message_type is not None  # ListMeta, the item kind
         list_meta = from_json(obj.get("metadata") or {}, message_factory.GetMessageClass(meta_field.message_type))
         parts = [_length_delimited(meta_field.number, list_meta.SerializeToString())]
         tag = _varint(items.number << 3 | 2)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import builtins
 import json
 import random
 import re
@@ -205,7 +206,7 @@ class Rest:
                 "items": [_without_type_meta(convert.from_storage(o, kind)) for _, o in items]}
         return Result(body, encoded=self._encode_list(kind, body, items, at))
 
-    def _encode_list(self, kind: Kind, body: Obj, items: list[tuple[str, Obj]], at: int | None) -> str | None:
+    def _encode_list(self, kind: Kind, body: Obj, items: builtins.list[tuple[str, Obj]], at: int | None) -> str | None:
         if convert.needs_conversion(kind) or at is not None:
             return None
         values = []

@@ -207,7 +207,7 @@ class WatchHandler:
         return resp
 
     async def _stream(self, resp: web.StreamResponse, watcher: Watcher, encoder: _Encoder, deadline: float,
-                      bookmarks: bool, start_rev: int) -> None:
+                      bookmarks: bool | None, start_rev: int) -> None:
         loop = asyncio.get_running_loop()
 
         def next_bookmark_time(now: float) -> float | None:

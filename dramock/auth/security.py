@@ -9,7 +9,7 @@ from dramock.auth import user as users
 from dramock.auth.attributes import ALLOW, Attributes, forbidden
 from dramock.auth.authn import Authenticator, AuthnConfig, impersonate
 from dramock.auth.authorizer import Authorizer
-from dramock.auth.tokens import ServiceAccountIssuer, load_token_file
+from dramock.auth.tokens import DEFAULT_ISSUER, ServiceAccountIssuer, load_token_file
 from dramock.auth.user import UserInfo
 
 
@@ -24,8 +24,7 @@ class SecurityConfig:
 class Security:
     def __init__(self, config: SecurityConfig, store, data_dir: str) -> None:
         tokens = load_token_file(config.token_auth_file) if config.token_auth_file else {}
-        self.issuer = ServiceAccountIssuer.from_data_dir(data_dir, *(
-            [config.service_account_issuer] if config.service_account_issuer else []))
+        self.issuer = ServiceAccountIssuer.from_data_dir(data_dir, config.service_account_issuer or DEFAULT_ISSUER)
         self.authn = Authenticator(AuthnConfig(tokens, config.anonymous_auth), self.issuer, store.get)
         self.authorizer = Authorizer(config.authorization_modes, store)
 

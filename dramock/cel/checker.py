@@ -217,8 +217,8 @@ class Checker:
                                 "(must be list, map, or dynamic)")
             v1, v2 = ERR, ERR
         scope = {n.v1: v1}
-        if two:
-            scope[n.v2] = v2  # type: ignore[index]
+        if n.v2 is not None:
+            scope[n.v2] = v2
         self.scopes.append(scope)
         try:
             pt = self.check(n.pred) if n.pred is not None else None
@@ -227,9 +227,10 @@ class Checker:
             self.scopes.pop()
         kind = n.kind
         if pt is not None and pt.kind not in ("bool", "dyn", "error"):
+            assert n.pred is not None
             op = {"all": "_&&_", "exists": "_||_", "exists_one": "_?_:_"}.get(kind, "_?_:_")
             if op == "_?_:_":
-                return self.err(n.pred.pos, f"found no matching overload for '_?_:_' applied to "  # type: ignore
+                return self.err(n.pred.pos, f"found no matching overload for '_?_:_' applied to "
                                             f"'({pt}, {bt or 'int'}, {bt or 'int'})'")
             return self.err(n.pred.pos, f"found no matching overload for '{op}' applied to '(bool, {pt})'")
         if kind in ("all", "exists", "exists_one"):
@@ -244,7 +245,8 @@ class Checker:
         if bt is not None and bt.kind == "map":
             return bt
         if bt is not None and not is_dyn(bt):
-            return self.err(n.body.pos, f"found no matching overload for 'transformMapEntry' applied to "  # type: ignore
+            assert n.body is not None
+            return self.err(n.body.pos, f"found no matching overload for 'transformMapEntry' applied to "
                                         f"'({bt})'")
         return map_of(DYN, DYN)
 
@@ -291,16 +293,16 @@ class Checker:
             ovs = [o for o in ovs if o.member == member]
         if not ovs or fn in OPERATOR_NAMES and member:
             return self.err(n.pos, f"undeclared reference to '{fn}' (in container '')")
-        all_ts = ([target_t] if member else []) + arg_ts  # type: ignore[list-item]
+        all_ts = arg_ts if target_t is None else [target_t, *arg_ts]
         if any(t.kind == "error" for t in all_ts):
             return ERR
         results = []
         for o in ovs:
             if len(o.params) != len(all_ts):
                 continue
-            b: dict = {}
-            if all(assignable(p, t, b) for p, t in zip(o.params, all_ts, strict=True)):
-                results.append(substitute(o.result, b))
+            binds: dict = {}
+            if all(assignable(p, t, binds) for p, t in zip(o.params, all_ts, strict=True)):
+                results.append(substitute(o.result, binds))
         if not results:
             if member:
                 sig = f"{target_t}.({', '.join(map(str, arg_ts))})"

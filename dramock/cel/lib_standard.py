@@ -109,6 +109,7 @@ def _fmt_double(f: float) -> str:
     if f == 0:
         return "-0" if math.copysign(1.0, f) < 0 else "0"
     sign, digit_tuple, exp = decimal.Decimal(repr(f)).as_tuple()
+    assert isinstance(exp, int)  # finite: NaN and the infinities returned above
     digits = "".join(map(str, digit_tuple)).rstrip("0") or "0"
     x = exp + len(digit_tuple) - 1  # decimal exponent of the first digit
     if x < -4 or x >= 6:

@@ -4,11 +4,16 @@ without recursion."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dramock.cel.static_types import StaticType
 
 
 class Node:
     __slots__ = ("pos", "t")
+    pos: int
+    t: StaticType  # set by the checker
 
 
 class Lit(Node):

@@ -33,7 +33,7 @@ class Parser:
         self.toks = tokenize(src)
         self.i = 0
         self.depth = 0
-        self.last_literal: Node | None = None  # the last literal made from a number token (for -literal)
+        self.last_literal: Lit | None = None  # the last literal made from a number token (for -literal)
 
     # --- token helpers
     def peek(self) -> Token:
@@ -146,13 +146,14 @@ class Parser:
             m = self.member()
             if count % 2 == 0:
                 return m
-            if op == "-" and m is self.last_literal:
-                v = m.value
+            lit = self.last_literal
+            if op == "-" and lit is not None and m is lit:
+                v = lit.value
                 if type(v) is int or type(v) is float:
-                    m.value = -v
-                    m.big = False
-                    m.pos = t.pos
-                    return m
+                    lit.value = -v
+                    lit.big = False
+                    lit.pos = t.pos
+                    return lit
             return Call("!_" if op == "!" else "-_", [m], t.pos)
         return self.member()
 

@@ -63,7 +63,7 @@ class Semver:
         if len(patch) > 1 and patch[0] == "0":
             raise ValueError(f"Patch number must not contain leading zeroes {go_quote(patch)}")
         nums.append(_parse_uint64(patch))
-        pre = []
+        pre: list[tuple[bool, int | str]] = []
         for p in pre_parts:
             if not p:
                 raise ValueError("Prerelease is empty")
@@ -99,7 +99,7 @@ class Semver:
         return (len(self.pre) > len(o.pre)) - (len(self.pre) < len(o.pre))
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is Semver and self.compare(other) == 0  # type: ignore[arg-type]
+        return type(other) is Semver and self.compare(other) == 0
 
     def __hash__(self) -> int:
         return hash((self.major, self.minor, self.patch, self.pre))

@@ -28,7 +28,7 @@ class CelType:
         self.name = name
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is CelType and other.name == self.name  # type: ignore[union-attr]
+        return type(other) is CelType and other.name == self.name
 
     def __hash__(self) -> int:
         return hash(("type", self.name))
@@ -49,9 +49,9 @@ class CelOptional:
     def __eq__(self, other: object) -> bool:
         if type(other) is not CelOptional:
             return False
-        if not self.present or not other.present:  # type: ignore[union-attr]
-            return self.present == other.present  # type: ignore[union-attr]
-        return cel_equals(self.value, other.value)  # type: ignore[union-attr]
+        if not self.present or not other.present:
+            return self.present == other.present
+        return cel_equals(self.value, other.value)
 
     __hash__ = None  # type: ignore[assignment]
 

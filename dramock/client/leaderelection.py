@@ -18,9 +18,10 @@ import re
 import socket
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from dramock.client.rest import APIStatusError, Client, Obj, resource_path
 
@@ -217,7 +218,7 @@ class LeaderElector:
 
 
 async def run_leading(server: str, config: LeaderElectionConfig, component: str,
-                      work: Callable[[asyncio.Event], Awaitable[None]], stop: asyncio.Event) -> bool:
+                      work: Callable[[asyncio.Event], Coroutine[Any, Any, None]], stop: asyncio.Event) -> bool:
     """Run `work(stop)` while this process leads (at once when election is off).
 
     Returns False when leadership was lost (the caller exits, as upstream's components do), True on `stop`.

@@ -314,7 +314,7 @@ class DriverCheck:
 
         async def running() -> bool:
             pod = await self.get(resource_path("", "v1", "pods", self.namespace, "check"))
-            return bool(pod) and (pod.get("status") or {}).get("phase") == "Running"
+            return pod is not None and (pod.get("status") or {}).get("phase") == "Running"
         try:
             await self.wait("the pod to run", running)
         except CheckFailed as e:

@@ -241,6 +241,7 @@ class PluginWatcher:
                      f"(this kubelet speaks {list(SUPPORTED_VERSIONS)})")
         client = None
         if not error:
+            assert version is not None
             endpoint = info.endpoint or path
             if not os.path.isabs(endpoint):
                 endpoint = os.path.join(self.plugins_dir, endpoint)

@@ -105,11 +105,11 @@ def parse(spec: str) -> dict[str, bool]:
     for part in (spec or "").split(","):
         if not part:
             continue
-        key, sep, value = part.partition("=")
+        key, sep, text = part.partition("=")
         key = key.strip()
         if not sep:
             raise FeatureGateError(f"missing bool value for {key}")
-        raw[key] = _parse_bool(key, value.strip())
+        raw[key] = _parse_bool(key, text.strip())
 
     errs: list[str] = []
     enabled: dict[str, bool] = {}

@@ -183,9 +183,10 @@ def compile_path(kind: str, path: str) -> _Path:
         if not m:
             raise ValueError(f"{kind} {path}: bad segment {segment!r}")
         name, star = m.group(1), m.group(2)
-        field_schema = (schema.get("properties") or {}).get(name)
-        if field_schema is None:
+        found = (schema.get("properties") or {}).get(name)
+        if found is None:
             raise ValueError(f"{kind} {path}: no field {name!r} in the 1.37 schema")
+        field_schema = found
         if star and i == len(segments) - 1:
             raise ValueError(f"{kind} {path}: the dropped field itself cannot be iterated")
         if star == "[*]":
@@ -209,7 +210,7 @@ def _parents(obj: Any, steps: tuple[tuple[str, bool], ...]) -> Iterator[dict]:
     """Every dict holding the path's last field."""
     nodes = [obj]
     for name, star in steps[:-1]:
-        nxt = []
+        nxt: list = []
         for node in nodes:
             value = node.get(name) if isinstance(node, dict) else None
             if value is None:

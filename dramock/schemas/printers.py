@@ -440,7 +440,8 @@ def _event(obj: Obj, now: datetime) -> Row:
 def _quota(obj: Obj, now: datetime) -> Row:
     hard = _get(obj, "status", "hard", default={})
     used = _get(obj, "status", "used", default={})
-    requests, limits = [], []
+    requests: list[str] = []
+    limits: list[str] = []
     for resource in sorted(hard):
         entry = f"{resource}: {used.get(resource, '0')}/{hard[resource]}"
         pieces = resource.split(".")

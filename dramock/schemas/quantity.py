@@ -140,6 +140,13 @@ def _i64_add(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int] | None:
     return (c, asc) if _fits64(c) else None
 
 
+def _parts(d: decimal.Decimal) -> tuple[int, tuple[int, ...], int]:
+    """`d.as_tuple()` of a finite Decimal: only NaN and the infinities have a str exponent ('n', 'N', 'F')."""
+    sign, digits, exponent = d.as_tuple()
+    assert isinstance(exponent, int)
+    return sign, digits, exponent
+
+
 def _int_text(v: int) -> str:
     """str(v) without Python's limit on the digits of an int-to-str conversion."""
     return str(decimal.Decimal(v))
@@ -226,7 +233,7 @@ class Quantity:
         if amount:
             # Go rounds every non-zero value to the nano scale, up (away from zero); values coarser than that
             # keep their digits at scale 9 (widened only while that stays small).
-            if amount.as_tuple().exponent < -9 or amount.adjusted() <= _MAGNITUDE_LIMIT:
+            if _parts(amount)[2] < -9 or amount.adjusted() <= _MAGNITUDE_LIMIT:
                 amount = amount.quantize(_NANO, rounding=decimal.ROUND_UP, context=_DCTX)
         if fmt == BINARY_SI and amount > _INT64_MAX:
             amount = decimal.Decimal(_INT64_MAX)
@@ -242,7 +249,7 @@ class Quantity:
         return (a > b) - (a < b)
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is Quantity and self.dec == other.dec  # type: ignore[union-attr]
+        return type(other) is Quantity and self.dec == other.dec
 
     def __hash__(self) -> int:
         return hash(self.dec)
@@ -288,8 +295,8 @@ class Quantity:
         if self.i64 is not None:
             v, scale = self.i64
             return v, scale, len(str(abs(v)))
-        _sign, digits, exponent = self.dec.as_tuple()
-        return int(self.dec.scaleb(-exponent, _DCTX)), exponent, len(digits)  # type: ignore[operator]
+        _sign, digits, exponent = _parts(self.dec)
+        return int(self.dec.scaleb(-exponent, _DCTX)), exponent, len(digits)
 
     def as_approximate_float(self) -> float:
         """Go's AsApproximateFloat64: float(mantissa) * math.Pow10(exponent), rounding the way Go does."""
@@ -406,17 +413,17 @@ class Quantity:
             if name is not None:
                 return _int_text(v) + name
             fmt = DECIMAL_SI  # no binary suffix beyond Ei: the exact decimal form
-        sign, digits, exponent = d.as_tuple()
+        sign, digits, exponent = _parts(d)
         text = "".join(map(str, digits))
         mantissa = text.rstrip("0")
-        exponent += len(text) - len(mantissa)  # type: ignore[operator]
-        pad = exponent % 3  # type: ignore[operator]
+        exponent += len(text) - len(mantissa)
+        pad = exponent % 3
         mantissa += "0" * pad
-        exponent -= pad  # type: ignore[operator]
+        exponent -= pad
         number = f"{'-' if sign else ''}{mantissa}"
         if fmt == DECIMAL_EXPONENT:
             return number if exponent == 0 else f"{number}e{exponent}"
-        name = _DEC_NAMES.get(exponent)  # type: ignore[arg-type]
+        name = _DEC_NAMES.get(exponent)
         return number + name if name is not None else f"{number}e{exponent}"
 
     def __str__(self) -> str:

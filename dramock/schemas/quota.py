@@ -412,7 +412,7 @@ class Evaluator:
     usage: Callable[[Obj, Lookup], ResourceList]
     scope: Callable[[Obj, Obj], bool] | None = None  # None: a scoped quota never matches (MatchesNoScopeFunc)
     constraints: Callable[[Iterable[str], Obj], str | None] | None = None
-    handles_update: Callable[[str], bool] = staticmethod(lambda subresource: False)  # type: ignore[assignment]
+    handles_update: Callable[[str], bool] = staticmethod(lambda subresource: False)
 
     def matches(self, quota: Obj, obj: Obj, hard: ResourceList) -> bool:
         if not self.matching(hard):
@@ -440,9 +440,9 @@ def _object_count_evaluator(group_resource: str) -> Evaluator:
 
 POD_EVALUATOR = Evaluator("pods", pod_matching_resources, pod_usage, scope=pod_matches_scope,
                           constraints=pod_constraints,
-                          handles_update=lambda sub: sub == "resize")  # type: ignore[arg-type]
+                          handles_update=lambda sub: sub == "resize")
 CLAIM_EVALUATOR = Evaluator("resourceclaims.resource.k8s.io", claim_matching_resources, claim_usage,
-                            handles_update=lambda sub: sub == "")  # type: ignore[arg-type]
+                            handles_update=lambda sub: sub == "")
 
 
 def evaluator_for(group_resource: str) -> Evaluator:

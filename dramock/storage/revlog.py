@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import builtins
 import contextlib
 import json
 import logging
@@ -283,7 +284,7 @@ class RevisionLog:
         if revision > self.revision:
             raise FutureRevision(revision, self.revision)
 
-    def events_since(self, revision: int, bucket: str | None = None) -> list[Event]:
+    def events_since(self, revision: int, bucket: str | None = None) -> builtins.list[Event]:
         """Events after `revision`, oldest first (Compacted when history no longer reaches it)."""
         self.check_revision(revision)
         out: list[Event] = []
@@ -295,7 +296,7 @@ class RevisionLog:
         out.reverse()
         return out
 
-    def latest(self, bucket: str, prefix: str) -> list[tuple[Obj, int]]:
+    def latest(self, bucket: str, prefix: str) -> builtins.list[tuple[Obj, int]]:
         """(object, revision) of the keys under `prefix` as the database has them now.
 
         Inside atomic() in shared mode this reads the database (another replica may have written since
@@ -411,13 +412,15 @@ class RevisionLog:
             else:
                 if not live:
                     raise KeyNotFound(name)
+                assert row is not None
                 if expected is not None and row.id != expected:
                     raise RevisionConflict(row.id)
                 if expected is None and row.id != self._revisions.get((bucket, name)):
                     raise StaleRead(row.id)
             # The checks passed before a revision was taken: a refused write leaves no gap in the log.
             revision = conn.execute(sa.select(_revision_seq.next_value())).scalar_one()
-            if obj is None:
+            if obj is None:  # a delete: the row read above holds the value
+                assert row is not None
                 obj = json.loads(row.value)
             self._stamp(obj, revision)
             value = json.dumps(obj, separators=(",", ":"))

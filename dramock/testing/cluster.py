@@ -55,7 +55,7 @@ class DramockCluster:
         if not self.example_driver:
             return
 
-        def sliced_nodes() -> set[str]:
+        def sliced_nodes() -> set[str | None]:
             _, _, listed = self.request("GET", "/apis/resource.k8s.io/v1/resourceslices")
             return {(s.get("spec") or {}).get("nodeName") for s in listed.get("items") or []}
         wait_for(lambda: set(self.nodes) <= sliced_nodes(), timeout, 0.1, "the example driver's ResourceSlices")

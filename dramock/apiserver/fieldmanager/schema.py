@@ -4,7 +4,7 @@ relationship and keys, scalar, untyped/deduced) and how list items are named by 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dramock.schemas import defs
@@ -19,7 +19,7 @@ UNTYPED: defs.Schema = {}
 
 
 # Defaults SMD uses for list-map keys an item omits (from the +default markers of the Go types).
-_KEY_DEFAULTS: dict[tuple[str, str], Any] = {
+_KEY_DEFAULTS: dict[tuple[str | None, str], Any] = {
     ("io.k8s.api.core.v1.ContainerPort", "protocol"): "TCP",
     ("io.k8s.api.core.v1.ServicePort", "protocol"): "TCP",
 }
@@ -29,8 +29,8 @@ _KEY_DEFAULTS: dict[tuple[str, str], Any] = {
 class _Type:
     kind: str  # "struct" | "map" | "list" | "scalar" | "untyped"
     atomic: bool = False
-    fields: dict | None = None
-    elem: defs.Schema | None = None
+    fields: dict[str, defs.Schema] = field(default_factory=dict)  # a struct's properties
+    elem: defs.Schema = field(default_factory=dict)  # a list's or map's values ({}: untyped)
     rel: str = "atomic"  # list relationship: "atomic" | "set" | "map"
     keys: tuple[str, ...] = ()
     elem_name: str | None = None

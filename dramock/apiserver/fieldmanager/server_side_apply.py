@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import Any
 
 import yaml
 
@@ -98,18 +99,19 @@ def apply(live: Obj | None, config: Obj | str | bytes, *, manager: str, force: b
 
 
 def _decode_config(config: Obj | str | bytes) -> Obj:
+    decoded: Any = config
     if isinstance(config, (str, bytes, bytearray)):
         try:
-            config = yaml.safe_load(config)
+            decoded = yaml.safe_load(config)
         except yaml.YAMLError as e:
             raise bad_request(f"error decoding YAML: {e}") from None
-        if config is None:
-            config = {}
-    if not isinstance(config, dict):
-        kind = "array" if isinstance(config, list) else "string" if isinstance(config, str) else "number"
+        if decoded is None:
+            decoded = {}
+    if not isinstance(decoded, dict):
+        kind = "array" if isinstance(decoded, list) else "string" if isinstance(decoded, str) else "number"
         raise bad_request("error decoding YAML: error unmarshaling JSON: while decoding JSON: json: "
                           f"cannot unmarshal {kind} into Go value of type map[string]interface {{}}")
-    return clone(config)
+    return clone(decoded)
 
 
 def _apply_once(root: defs.Schema, live: Obj, config: Obj, managed: Managed, me: _Entry, force: bool,

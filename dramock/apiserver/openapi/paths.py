@@ -25,7 +25,7 @@ def _render_paths(kinds: list[Kind], group: str, version: str, v3: bool) -> Obj:
     tag = _tag(group, version)
     paths: dict[str, Obj] = {}
 
-    root_op = {
+    root_op: Obj = {
         "description": "get available resources",
         "operationId": f"get{_group_camel(group)}{_camel(version)}APIResources",
         "tags": [tag],

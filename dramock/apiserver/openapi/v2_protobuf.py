@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from google.protobuf.message import Message
-
 from ..pb.openapiv2 import OpenAPIv2_pb2 as oapi
 
 Obj = dict[str, Any]
+# A message of gnostic's generated model: its fields are attributes that no stub declares.
+Message = Any
 
 MEDIA_TYPE = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 

@@ -19,14 +19,13 @@ MAX_JSON_PATCH_OPERATIONS = 10000
 MAX_JSON_PATCH_COPY_BYTES = 3 * 1024 * 1024  # kube-apiserver's default JSONPatchMaxCopyBytes
 
 
-def apply_json_patch(obj: Obj, ops: list | str | bytes) -> Obj:
-    """Apply an RFC 6902 patch. `ops` is the decoded body (or the raw body).
+def apply_json_patch(obj: Obj, body: list | str | bytes) -> Obj:
+    """Apply an RFC 6902 patch. `body` is the decoded patch (or the raw body).
 
     Upstream: an undecodable patch is 400 BadRequest, more than 10000 operations 413, and any failing
     operation (bad path, failed `test`, unknown op) 422 Invalid with a generic message.
     """
-    if isinstance(ops, (str, bytes, bytearray)):
-        ops = _parse_body(ops)
+    ops: Any = _parse_body(body) if isinstance(body, (str, bytes, bytearray)) else body
     if ops is None:  # `null` decodes to an empty jsonpatch.Patch upstream
         ops = []
     if not isinstance(ops, list):

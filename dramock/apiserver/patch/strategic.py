@@ -210,7 +210,8 @@ def _merge_set_element_order(original: dict, patch: dict, schema: defs.Schema) -
             raise _bad_arg_type("[]interface {}", order)
         field = _extract_key(key, SET_ELEMENT_ORDER)
         found_original, found_patch = field in original, field in patch
-        original_list, patch_list = original.get(field), patch.get(field)
+        original_list: Any = original.get(field)  # a list when found (checked below)
+        patch_list: Any = patch.get(field)
         if found_original and not isinstance(original_list, list):
             raise _bad_arg_type("[]interface {}", original_list)
         if found_patch and not isinstance(patch_list, list):

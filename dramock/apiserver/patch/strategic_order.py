@@ -25,7 +25,8 @@ def _partition_primitives(items: list, by: list) -> tuple[list, list]:
 
 
 def _partition_maps(items: list, by: list, merge_key: str) -> tuple[list, list]:
-    in_patch, server_only = [], []
+    in_patch: list = []
+    server_only: list = []
     for v in items:
         if not isinstance(v, dict):
             raise _bad_arg_type("map[string]interface {}", v)

@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from dramock import cel as _cel
 from dramock.schemas.featuregates import FeatureGates
 from dramock.schemas.quantity import Quantity, parse_or_none
 from dramock.schemas.validation.field import (  # noqa: F401  (too_long re-exported)
@@ -47,11 +48,6 @@ from dramock.schemas.validation.names import (  # noqa: F401  (re-exported for p
     validate_label_value,
     validate_labels,
 )
-
-try:  # Written by another engineer; validation works (without compiling CEL) when it is missing.
-    from dramock import cel as _cel
-except ImportError:  # pragma: no cover - depends on the other module being present
-    _cel = None
 
 Obj = dict[str, Any]
 Cause = dict[str, str]
@@ -469,7 +465,7 @@ def _dv_fully_qualified_name(name: str, path: str) -> list[Cause]:
 
 def validate_cel_expression(expression: str, path: str, stored: bool = False, gates: FeatureGates | None = None,
                             derived_attribute: bool = False) -> list[Cause]:
-    """validateCELExpression: length limit, then compilation through dramock.cel when present.
+    """validateCELExpression: length limit, then compilation through dramock.cel.
 
     A compile error (CELCompileError) is a FieldValueInvalid with the compiler's message; an estimated cost
     above the limit (CELCostExceeded) is upstream's FieldValueForbidden "too complex, exceeds cost limit".
@@ -479,7 +475,7 @@ def validate_cel_expression(expression: str, path: str, stored: bool = False, ga
         return []
     if len(expression) > CEL_SELECTOR_EXPRESSION_MAX_LENGTH:
         return [too_long(path, CEL_SELECTOR_EXPRESSION_MAX_LENGTH)]
-    compile_ = getattr(_cel, "compile", None) if _cel is not None else None
+    compile_ = getattr(_cel, "compile", None)
     if compile_ is None or derived_attribute:
         # Derived attributes evaluate to any scalar or list, not to a bool like selectors: the selector
         # compiler would reject them, so only their length is checked here.
