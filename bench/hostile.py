@@ -71,11 +71,12 @@ async def measure(url: str, repeat: int) -> None:
         for name, method, path, body, ctype in CASES:
             took, probes, answers = [], [], set()
             for _ in range(repeat):
+                payload = body()  # built before probing: this client's loop is the probes' loop too
                 done = asyncio.Event()
                 prober = asyncio.create_task(probe_while(s, url, done))
                 await asyncio.sleep(0.01)
                 t = time.perf_counter()
-                async with s.request(method, url + path, data=body(), headers={"Content-Type": ctype}) as r:
+                async with s.request(method, url + path, data=payload, headers={"Content-Type": ctype}) as r:
                     await r.read()
                     answers.add(r.status)
                 took.append(time.perf_counter() - t)

@@ -13,6 +13,7 @@ import json
 import random
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,7 +24,7 @@ from dramock import errors
 from dramock.admission import strategy as strategies
 from dramock.admission.chain import Admission
 from dramock.apiserver import codec, fieldmanager, params, patch, protobuf, selectors
-from dramock.jsonvalue import clone
+from dramock.jsonvalue import clone, dumps_in_pieces
 from dramock.schemas import convert
 from dramock.schemas.registry import Kind
 from dramock.storage.revlog import (
@@ -114,6 +115,34 @@ class Result:
     encoded: str | None = None
     # For deletes: the object as deleted (or marked for deletion), whatever `body` answers.
     deleted: Obj | None = None
+
+
+@dataclass
+class PreparedCreate:
+    """A create computed up to admission and storage (Rest.prepare_create)."""
+
+    obj: Obj
+    generated: bool  # the name came from generateName (a taken one is generated again)
+    encode: Callable[[int], str] | None = None  # the stored JSON once stamped with a revision, if prepared
+
+
+def _stored_json(obj: Obj) -> Callable[[int], str]:
+    """The stored JSON of `obj` for any revision the store will stamp it with, encoded now: stamped with a
+    unique marker that is then swapped for the revision. The marker is taken out of the object again, and the
+    stamp puts the key back in the same place (last in metadata, where a create's object has none)."""
+    m = meta(obj)
+    assert "resourceVersion" not in m
+    marker = "\x00" + uuid.uuid4().hex
+    m["resourceVersion"] = marker
+    try:
+        text = dumps_in_pieces(obj)  # the store's encoding, in pieces that let the event loop thread run
+    finally:
+        del m["resourceVersion"]
+    head, found, tail = text.partition('"resourceVersion":' + json.dumps(marker))
+    assert found
+    head += '"resourceVersion":"'
+    tail = '"' + tail
+    return lambda revision: head + str(revision) + tail
 
 
 class Rest:
@@ -221,14 +250,24 @@ class Rest:
     # ---------------------------------------------------------------- create
 
     def create(self, call: Call, body: bytes, content_type: str) -> Result:
-        kind = call.kind
-        decoded = codec.decode_object(body, content_type, kind, call.field_validation)
+        return self.commit_create(call, self.prepare_create(call, body, content_type))
+
+    def prepare_create(self, call: Call, body: bytes, content_type: str, encode: bool = False) -> PreparedCreate:
+        """A create up to its commit: decoded, defaulted, validated, managedFields tracked. This reads no
+        storage but the namespace's labels and works only on the request's own objects, so a big body may be
+        prepared off the event loop; `encode` then also prepares the stored JSON there."""
+        decoded = codec.decode_object(body, content_type, call.kind, call.field_validation)
         call.warnings.extend(decoded.warnings)
-        obj = decoded.obj
-        return self.create_object(call, obj)
+        prepared = self._prepare_create(call, decoded.obj)
+        if encode:
+            prepared.encode = _stored_json(prepared.obj)
+        return prepared
 
     def create_object(self, call: Call, obj: Obj, manager_op: str = "Update") -> Result:
         """Create from an already decoded object (also used by server-side apply of a new object)."""
+        return self.commit_create(call, self._prepare_create(call, obj, manager_op))
+
+    def _prepare_create(self, call: Call, obj: Obj, manager_op: str = "Update") -> PreparedCreate:
         kind = call.kind
         strategy = strategies.for_kind(kind)
         obj = convert.to_storage(obj, kind)
@@ -252,8 +291,16 @@ class Rest:
             obj = fieldmanager.track_update(None, obj, manager=call.field_manager, api_version=kind.api_version,
                                             definition=kind.definition, subresource=call.subresource,
                                             now=now_rfc3339(), reset_fields=_reset_fields(call))
+        return PreparedCreate(obj, generated)
+
+    def commit_create(self, call: Call, prepared: PreparedCreate) -> Result:
+        """Admit and store a prepared create (on the event loop: admission and the write are one step)."""
+        kind = call.kind
+        obj, m = prepared.obj, meta(prepared.obj)
+        # Prepared JSON is the object's as prepared: not usable when admission may still change it.
+        encode = prepared.encode if not self.admission.changes_object(call) else None
         # A generated name that is taken is generated again, as upstream's store does (RetryGenerateName).
-        attempts = _GENERATE_NAME_ATTEMPTS if generated else 1
+        attempts = _GENERATE_NAME_ATTEMPTS if prepared.generated else 1
         for attempt in range(attempts):
             try:
                 # Admission (the quota charge) and the write commit together, also across API server replicas.
@@ -261,13 +308,19 @@ class Rest:
                     self.admission.admit_create(call, obj)
                     if call.dry_run:
                         return Result(convert.from_storage(obj, kind), 201)
-                    stored = self.store.create(kind.storage_bucket, storage_name(kind, call.namespace, m["name"]),
-                                               obj)
-                return Result(convert.from_storage(stored, kind), 201)
+                    key = storage_name(kind, call.namespace, m["name"])
+                    stored = self.store.create(kind.storage_bucket, key, obj, encode)
+                result = Result(convert.from_storage(stored, kind), 201)
+                revision = str(self.store.mod_revision(kind.storage_bucket, key))
+                if encode is not None and not convert.needs_conversion(kind) \
+                        and revision == meta(stored).get("resourceVersion"):
+                    result.encoded = self.store.encoded(kind.storage_bucket, key)  # the answer is the stored JSON
+                return result
             except KeyExists:
                 if attempt == attempts - 1:
                     raise errors.already_exists(kind.plural, kind.group, m["name"]) from None
                 m["name"] = _generate_name(m["generateName"])
+                encode = None  # the prepared JSON has the name that was taken
         raise AssertionError("unreachable")
 
     def _check_namespace(self, call: Call, m: Obj) -> None:

@@ -321,13 +321,15 @@ class RevisionLog:
 
     # ---- writes ----
 
-    def create(self, bucket: str, name: str, obj: Obj) -> Obj:
+    def create(self, bucket: str, name: str, obj: Obj, encode: Callable[[int], str] | None = None) -> Obj:
+        """`encode`: the stored JSON of `obj` once stamped with a revision, prepared by the caller (e.g. off the
+        event loop for a big object); by default the object is encoded here."""
         if self.shared:
-            return self._write_shared(ADDED, bucket, name, obj, None)
+            return self._write_shared(ADDED, bucket, name, obj, None, encode)
         if name in self.bucket(bucket).objects:
             raise KeyExists(name)
         prev_revision = self._tombstones.get((bucket, name), 0)
-        return self._append(ADDED, bucket, name, obj, None, prev_revision)
+        return self._append(ADDED, bucket, name, obj, None, prev_revision, encode)
 
     def update(self, bucket: str, name: str, obj: Obj, expected: int | None = None) -> Obj:
         if self.shared:
@@ -359,11 +361,12 @@ class RevisionLog:
     def mod_revision(self, bucket: str, name: str) -> int:
         return self._revisions.get((bucket, name), 0)
 
-    def _append(self, kind: str, bucket: str, name: str, obj: Obj, prev: Obj | None, prev_revision: int) -> Obj:
+    def _append(self, kind: str, bucket: str, name: str, obj: Obj, prev: Obj | None, prev_revision: int,
+                encode: Callable[[int], str] | None = None) -> Obj:
         """Embedded mode: this process is the only writer, so the next revision is ours to take."""
         revision = self.revision + 1
         self._stamp(obj, revision)
-        value = json.dumps(obj, separators=(",", ":"))
+        value = encode(revision) if encode is not None else json.dumps(obj, separators=(",", ":"))
         with self._db_errors(), self.engine.begin() as conn:
             conn.execute(_INSERT, {"id": revision, "bucket": bucket, "name": name, "created": kind == ADDED,
                                    "deleted": kind == DELETED, "prev_revision": prev_revision, "value": value})
@@ -396,7 +399,8 @@ class RevisionLog:
             with self._db_errors():
                 self._tx.execute(sa.text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"), {"k": name})
 
-    def _write_shared(self, kind: str, bucket: str, name: str, obj: Obj | None, expected: int | None) -> Obj:
+    def _write_shared(self, kind: str, bucket: str, name: str, obj: Obj | None, expected: int | None,
+                      encode: Callable[[int], str] | None = None) -> Obj:
         with self._db_errors(), self._transaction() as conn:
             self.lock(f"{bucket}|{name}")
             query = sa.select(_log.c.id, _log.c.deleted, *([_log.c.value] if kind == DELETED else [])) \
@@ -417,8 +421,9 @@ class RevisionLog:
             revision = conn.execute(sa.select(_revision_seq.next_value())).scalar_one()
             if obj is None:
                 obj = json.loads(row.value)
+                encode = None
             self._stamp(obj, revision)
-            value = json.dumps(obj, separators=(",", ":"))
+            value = encode(revision) if encode is not None else json.dumps(obj, separators=(",", ":"))
             try:
                 conn.execute(_INSERT, {"id": revision, "bucket": bucket, "name": name, "created": kind == ADDED,
                                        "deleted": kind == DELETED,
