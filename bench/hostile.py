@@ -113,7 +113,8 @@ def main() -> None:
     args = ap.parse_args()
     port = free_port()
     data = tempfile.mkdtemp(prefix="dramock-bench-hostile-")
-    proc = subprocess.Popen([sys.executable, "-m", "dramock", "apiserver", "--port", str(port), "--data-dir", data],
+    proc = subprocess.Popen([sys.executable, "-m", "dramock", "apiserver", "--port", str(port), "--secure-port", "0",
+                             "--data-dir", data],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:

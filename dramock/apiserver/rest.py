@@ -255,8 +255,9 @@ class Rest:
     def prepare_create(self, call: Call, body: bytes, content_type: str, encode: bool = False) -> PreparedCreate:
         """A create up to its commit: decoded, defaulted, validated, managedFields tracked. This reads no
         storage but the namespace's labels and works only on the request's own objects, so a big body may be
-        prepared off the event loop; `encode` then also prepares the stored JSON there."""
-        decoded = codec.decode_object(body, content_type, call.kind, call.field_validation)
+        prepared off the event loop; `encode` then also prepares the stored JSON there, and JSON is decoded and
+        encoded in pieces that let the event loop thread take turns."""
+        decoded = codec.decode_object(body, content_type, call.kind, call.field_validation, in_pieces=encode)
         call.warnings.extend(decoded.warnings)
         prepared = self._prepare_create(call, decoded.obj)
         if encode:
