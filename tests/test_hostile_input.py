@@ -303,26 +303,50 @@ def test_generate_name_prefix_is_truncated(server: Server) -> None:
 # ---------------------------------------------------------------- slow clients and connections
 
 
+def _rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
 @pytest.mark.e2e
 def test_a_watcher_that_reads_nothing_is_dropped(tmp_path) -> None:
-    s = start_server(str(tmp_path))
+    # A short event history: the objects that events pin are the watcher's, not the history's.
+    s = start_server(str(tmp_path), "--watch-history-limit", "5")
     sock = socket.create_connection(("127.0.0.1", s.port))
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sock.sendall(f"GET {CM}?watch=1 HTTP/1.1\r\nHost: x\r\n\r\n".encode())
 
         def watchers() -> float:
             text = urllib.request.urlopen(s.url + "/metrics", timeout=10).read().decode()
             return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                        if line.startswith("apiserver_registered_watchers{") and 'kind="ConfigMap"' in line)
 
+        def write_blobs(rounds: int) -> None:  # ~16 MB of events: more than socket buffers hold
+            for i in range(rounds):
+                blob = f"{i:08d}" + "x" * 200_000
+                code, _, _ = s.request("PATCH", f"{CM}/big", {"data": {"blob": blob}},
+                                       content_type="application/merge-patch+json")
+                assert code == 200
+
+        assert s.request("POST", CM, {"metadata": {"name": "big"}, "data": {"blob": ""}})[0] == 201
+        write_blobs(80)  # the same writes without the watcher: the baseline has what serving them leaves
+        baseline = _rss_kib(s.proc.pid)
+
+        sock.sendall(f"GET {CM}?watch=1 HTTP/1.1\r\nHost: x\r\n\r\n".encode())
         wait_for(lambda: watchers() == 1, 10, what="the watch to register")
-        blob = "x" * 200_000
-        for i in range(40):  # ~8 MB of events: more than socket buffers hold
-            code, _, _ = s.request("POST", CM, {"metadata": {"name": f"big-{i}"}, "data": {"blob": blob}})
-            assert code == 201
+        write_blobs(80)
+        pinned = _rss_kib(s.proc.pid)
+        margin = 4 * 1024
+        assert pinned > baseline + 2 * margin, (baseline, pinned)  # the watcher does hold memory
         wait_for(lambda: watchers() == 0, 40, interval=0.5, what="the unresponsive watcher to be dropped")
         assert s.request("GET", CM + "?limit=1")[0] == 200
+        # What the watcher held (its backlog, the unsent bytes) is released: the process shrinks back.
+        seen: list[int] = []
+        try:
+            wait_for(lambda: seen.append(_rss_kib(s.proc.pid)) or seen[-1] <= baseline + margin, 20, interval=0.2)
+        except AssertionError:
+            raise AssertionError(f"RSS stayed at {seen[-1]} KiB: baseline {baseline} KiB (+ {margin} KiB allowed), "
+                                 f"{pinned} KiB with the watcher") from None
     finally:
         sock.close()
         stop(s)
@@ -330,24 +354,30 @@ def test_a_watcher_that_reads_nothing_is_dropped(tmp_path) -> None:
 
 @pytest.mark.e2e
 def test_half_sent_requests_are_closed_by_the_header_timeout(tmp_path) -> None:
-    s = start_server(str(tmp_path), "--request-header-timeout", "2")
+    timeout = 2.0
+    s = start_server(str(tmp_path), "--request-header-timeout", str(timeout))
     socks = []
     try:
-        for _ in range(200):
+        opened = time.monotonic()
+        for _ in range(1000):
             c = socket.create_connection(("127.0.0.1", s.port))
             c.sendall(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nX-Slow: ")  # never finished
+            c.setblocking(False)
             socks.append(c)
+        all_open = time.monotonic()
 
         def closed(c: socket.socket) -> bool:
-            c.settimeout(0.05)
             try:
                 return c.recv(1) == b""
-            except TimeoutError:
+            except BlockingIOError:
                 return False
             except OSError:
                 return True
 
-        wait_for(lambda: all(closed(c) for c in socks), 20, interval=0.2, what="the server to close them")
+        # Each is closed by its own deadline: the last one opened within the header timeout, plus slack for a
+        # loaded machine; none of them waits for a keep-alive or shutdown timeout.
+        wait_for(lambda: all(closed(c) for c in socks), (all_open - opened) + timeout + 8, interval=0.2,
+                 what="the server to close them")
         # A complete request on a fresh connection is still served.
         assert s.request("GET", "/api/v1/namespaces")[0] == 200
     finally:
