@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import random
 import socket
 import threading
 import time
@@ -13,6 +14,8 @@ import urllib.request
 
 import pytest
 
+from dramock.apiserver import bodies
+from dramock.jsonvalue import dumps_in_pieces
 from tests.conftest import Server, start_server, stop, wait_for
 
 CM = "/api/v1/namespaces/default/configmaps"
@@ -153,6 +156,8 @@ def test_json_patch_operation_count_is_bounded(server: Server) -> None:
 
 
 @pytest.mark.parametrize("raw", [b'{"metadata":{"name":"nan"},"data":{"a":NaN}}',
+                                 b'{"metadata":{"name":"big-nan"},"data":{"pad":"' + b"x" * 100_000 +
+                                 b'","a":NaN}}',
                                  b'{"metadata":{"name":"inf"},"data":{"a":Infinity}}',
                                  b'{"metadata":{"name":"big"},"data":{"a":1e999}}'])
 def test_numbers_json_cannot_carry_are_refused(server: Server, raw: bytes) -> None:
@@ -171,8 +176,10 @@ def test_opaque_parameters_with_nan_are_refused(server: Server) -> None:
     assert server.request("GET", "/apis/resource.k8s.io/v1/deviceclasses/nan-class")[0] == 404
 
 
-def test_deep_nesting_is_refused(server: Server) -> None:
-    deep = b'{"metadata":{"name":"deep"},"spec":{"config":[{"opaque":{"driver":"d.example.com","parameters":' + \
+@pytest.mark.parametrize("pad", [0, 100_000])  # 100 kB: a big body, decoded in the worker thread
+def test_deep_nesting_is_refused(server: Server, pad: int) -> None:
+    deep = b'{"metadata":{"name":"deep","annotations":{"a.example.com/pad":"' + b"x" * pad + b'"}},' + \
+        b'"spec":{"config":[{"opaque":{"driver":"d.example.com","parameters":' + \
         b'[' * 5000 + b']' * 5000 + b"}}]}}"
     code, _, body = _hostile(server, "POST", "/apis/resource.k8s.io/v1/deviceclasses", deep)
     assert code == 400, body
@@ -301,6 +308,32 @@ def test_generate_name_prefix_is_truncated(server: Server) -> None:
 
 
 # ---------------------------------------------------------------- slow clients and connections
+
+
+def _random_json(rng: random.Random, budget: list[int], depth: int = 0) -> object:
+    """A JSON value of at most about budget[0] values, with containers big and small at every level."""
+    budget[0] -= 1
+    r = rng.random()
+    if depth > 4 or r < 0.3 or budget[0] <= 0:
+        return rng.choice([1, -2.5, "s", "\u00fc\n\"", None, True, False, 10**20])
+    n = rng.choice([0, 1, 5, 2500]) if depth < 3 else rng.randint(0, 4)
+    if r < 0.65:
+        return {f"k{i}": _random_json(rng, budget, depth + 1) for i in range(n)}
+    return [_random_json(rng, budget, depth + 1) for _ in range(n)]
+
+
+def test_big_values_are_encoded_and_decoded_in_pieces_exactly() -> None:
+    """The piecewise encoder and decoder used for big bodies give exactly what the C encoder and decoder do."""
+    rng = random.Random(17)
+    for _ in range(40):
+        value = _random_json(rng, [20_000])
+        text = json.dumps(value, separators=(",", ":"))
+        assert dumps_in_pieces(value) == text
+        assert bodies.load_json(text, in_pieces=True) == bodies.load_json(text)
+    with pytest.raises(bodies.BodyError, match="looking for beginning of value"):
+        bodies.load_json('{"a":[1,NaN]}', in_pieces=True)
+    with pytest.raises(bodies.BodyError, match="exceeded max depth"):
+        bodies.load_json("[" * 5000 + "]" * 5000, in_pieces=True)
 
 
 def _rss_kib(pid: int) -> int:
