@@ -197,10 +197,6 @@ class APIServer:
         self._seed_kubernetes_service()
         gate.seed_bootstrap_policy(self.rest, self.store)
         self._compactor = asyncio.create_task(self.store.run(self.config.compaction_interval))
-        # What start-up built (schemas, the OpenAPI documents, the loaded objects) lives as long as the process:
-        # full garbage collections, which hold the interpreter, need not go through it every time again.
-        gc.collect()
-        gc.freeze()
         self.health.started = True
 
     async def _on_shutdown(self, _app: web.Application) -> None:

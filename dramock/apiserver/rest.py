@@ -312,9 +312,8 @@ class Rest:
                     key = storage_name(kind, call.namespace, m["name"])
                     stored = self.store.create(kind.storage_bucket, key, obj, encode)
                 result = Result(convert.from_storage(stored, kind), 201)
-                revision = str(self.store.mod_revision(kind.storage_bucket, key))
-                if encode is not None and not convert.needs_conversion(kind) \
-                        and revision == meta(stored).get("resourceVersion"):
+                if encode is not None and not convert.needs_conversion(kind) and meta(stored).get(
+                        "resourceVersion") == str(self.store.mod_revision(kind.storage_bucket, key)):
                     result.encoded = self.store.encoded(kind.storage_bucket, key)  # the answer is the stored JSON
                 return result
             except KeyExists:
