@@ -31,7 +31,16 @@ from dramock.admission.chain import SYSTEM_NAMESPACES, Admission
 from dramock.apiserver import authfilter as gate
 from dramock.apiserver import codec, discovery, explainapi, health, openapi, params, protobuf
 from dramock.apiserver import faults as faults_endpoint
-from dramock.apiserver.rest import Call, Rest, Result, meta, now_rfc3339, stamp_resource_version
+from dramock.apiserver.rest import (
+    Call,
+    PreparedCreate,
+    PreparedUpdate,
+    Rest,
+    Result,
+    meta,
+    now_rfc3339,
+    stamp_resource_version,
+)
 from dramock.apiserver.watch import WatchHandler
 from dramock.auth.security import Security, SecurityConfig
 from dramock.faults import Faults, api_error
@@ -427,20 +436,35 @@ class APIServer:
         content_type = request.headers.get("Content-Type", "")
         verb = route.verb
         loop = asyncio.get_running_loop()
-        prepared = None
-        if verb == "create" and self.config.offload_body_bytes and len(body) >= self.config.offload_body_bytes \
-                and self._plain_create(call):
-            prepared = await loop.run_in_executor(self._workers, _without_gc_pauses, self.rest.prepare_create,
-                                                  call, body, content_type, True)
+        # A big create or update is computed in the worker thread, then committed here (prepared).
+        prepared: PreparedCreate | PreparedUpdate | Result | None = None
+        before_prepared = len(call.warnings)
+        if self.config.offload_body_bytes and len(body) >= self.config.offload_body_bytes \
+                and verb in ("create", "update") and self._plain_write(call):
+            prepare = self.rest.prepare_create if verb == "create" else self.rest.prepare_update
+            try:
+                prepared = await loop.run_in_executor(self._workers, _without_gc_pauses, prepare, call, body,
+                                                      content_type, True)
+            except StaleRead:  # the object changed while it was read off the loop: computed here instead
+                del call.warnings[before_prepared:]
         warnings = len(call.warnings)
         for attempt in range(_STALE_RETRIES):
             try:
-                result = self.rest.commit_create(call, prepared) if prepared is not None \
-                    else self._verb(call, verb, body, content_type)
+                if isinstance(prepared, PreparedCreate):
+                    result = self.rest.commit_create(call, prepared)
+                elif isinstance(prepared, PreparedUpdate):
+                    result = self.rest.commit_update(call, prepared)
+                elif isinstance(prepared, Result):  # nothing to write
+                    result = prepared
+                else:
+                    result = self._verb(call, verb, body, content_type)
                 break
             except StaleRead:
                 # Another replica wrote the object after this one last followed the log: catch up, do it again.
                 # A write still in flight on some replica can hold the log back: give it a moment to commit.
+                if isinstance(prepared, PreparedUpdate):  # computed from an object since changed: again, here
+                    prepared = None
+                    warnings = before_prepared
                 del call.warnings[warnings:]
                 if attempt:
                     await asyncio.sleep(min(0.005 * 2 ** attempt, 0.2))
@@ -455,8 +479,9 @@ class APIServer:
         return self._respond(call, accept, result, stored=stored)
 
     @staticmethod
-    def _plain_create(call: Call) -> bool:
-        """A create of an object of the kind (not a subresource such as a binding, not a review)."""
+    def _plain_write(call: Call) -> bool:
+        """A create or update of an object of the kind (not a subresource such as a binding or the status, not a
+        review)."""
         from dramock.apiserver import reviews
 
         return not call.subresource and not reviews.is_review(call.kind)

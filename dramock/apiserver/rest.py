@@ -126,18 +126,34 @@ class PreparedCreate:
     encode: Callable[[int], str] | None = None  # the stored JSON once stamped with a revision, if prepared
 
 
+@dataclass
+class PreparedUpdate:
+    """An update computed up to admission and storage (Rest.prepare_update)."""
+
+    obj: Obj
+    old: Obj  # the stored object it was computed from
+    key: str
+    expected: int | None  # the client's precondition (metadata.resourceVersion)
+    seen: int  # the revision of `old`
+    encode: Callable[[int], str] | None = None
+
+
 def _stored_json(obj: Obj) -> Callable[[int], str]:
     """The stored JSON of `obj` for any revision the store will stamp it with, encoded now: stamped with a
-    unique marker that is then swapped for the revision. The marker is taken out of the object again, and the
-    stamp puts the key back in the same place (last in metadata, where a create's object has none)."""
+    unique marker that is then swapped for the revision. The object is left as it was, and the stamp puts the
+    key in the same place: where it is (an update), or last in metadata (a create's object has none)."""
     m = meta(obj)
-    assert "resourceVersion" not in m
+    had = "resourceVersion" in m
+    previous = m.get("resourceVersion")
     marker = "\x00" + uuid.uuid4().hex
     m["resourceVersion"] = marker
     try:
         text = dumps_in_pieces(obj)  # the store's encoding, in pieces that let the event loop thread run
     finally:
-        del m["resourceVersion"]
+        if had:
+            m["resourceVersion"] = previous
+        else:
+            del m["resourceVersion"]
     head, found, tail = text.partition('"resourceVersion":' + json.dumps(marker))
     assert found
     head += '"resourceVersion":"'
@@ -311,11 +327,7 @@ class Rest:
                         return Result(convert.from_storage(obj, kind), 201)
                     key = storage_name(kind, call.namespace, m["name"])
                     stored = self.store.create(kind.storage_bucket, key, obj, encode)
-                result = Result(convert.from_storage(stored, kind), 201)
-                if encode is not None and not convert.needs_conversion(kind) and meta(stored).get(
-                        "resourceVersion") == str(self.store.mod_revision(kind.storage_bucket, key)):
-                    result.encoded = self.store.encoded(kind.storage_bucket, key)  # the answer is the stored JSON
-                return result
+                return self._stored_result(kind, key, stored, 201, encode is not None)
             except KeyExists:
                 if attempt == attempts - 1:
                     raise errors.already_exists(kind.plural, kind.group, m["name"]) from None
@@ -337,9 +349,16 @@ class Rest:
     # ---------------------------------------------------------------- update / patch
 
     def update(self, call: Call, body: bytes, content_type: str) -> Result:
+        prepared = self.prepare_update(call, body, content_type)
+        return prepared if isinstance(prepared, Result) else self.commit_update(call, prepared)
+
+    def prepare_update(self, call: Call, body: bytes, content_type: str,
+                       encode: bool = False) -> Result | PreparedUpdate:
+        """An update up to its commit (see prepare_create), computed from the stored object as it is now; a
+        Result when there is nothing to write. commit_update finds out whether the object changed meanwhile."""
         kind = call.kind
         definition = kind.definition
-        decoded = codec.decode_object(body, content_type, kind, call.field_validation, definition)
+        decoded = codec.decode_object(body, content_type, kind, call.field_validation, definition, in_pieces=encode)
         call.warnings.extend(decoded.warnings)
         obj = decoded.obj
         name = meta(obj).get("name")
@@ -349,16 +368,28 @@ class Rest:
         if not meta(obj).get("resourceVersion") and not strategies.for_kind(kind).allow_unconditional_update():
             raise errors.invalid(kind.kind, kind.group, name or "", [strategies.invalid_value(
                 "metadata.resourceVersion", "", "must be specified for an update")])
-        return self.update_object(call, obj)
+        prepared = self._prepare_update(call, obj)
+        if encode and isinstance(prepared, PreparedUpdate):
+            prepared.encode = _stored_json(prepared.obj)
+        elif encode:
+            prepared.encoded = None  # read off the event loop: the object answered is `old`, encode that one
+        return prepared
 
     def update_object(self, call: Call, obj: Obj, apply_manager: str | None = None) -> Result:
         """Replace the stored object with `obj` (in the request's version), as PUT does."""
+        prepared = self._prepare_update(call, obj, apply_manager)
+        return prepared if isinstance(prepared, Result) else self.commit_update(call, prepared)
+
+    def _prepare_update(self, call: Call, obj: Obj, apply_manager: str | None = None) -> Result | PreparedUpdate:
         kind = call.kind
         strategy = strategies.for_kind(kind)
         key = storage_name(kind, call.namespace, call.name or "")
+        seen = self.store.mod_revision(kind.storage_bucket, key)
         old = self.store.get(kind.storage_bucket, key)
         if old is None:
             raise errors.not_found(kind.plural, kind.group, call.name or "")
+        if self.store.mod_revision(kind.storage_bucket, key) != seen:  # written meanwhile (off the event loop)
+            raise StaleRead(self.store.mod_revision(kind.storage_bucket, key))
         obj = convert.to_storage(obj, kind)
         m, om = meta(obj), old["metadata"]
         self._check_namespace(call, m)
@@ -398,6 +429,17 @@ class Rest:
             obj = fieldmanager.track_update(old, obj, manager=call.field_manager, api_version=kind.api_version,
                                             definition=kind.definition, subresource=call.subresource,
                                             now=now_rfc3339(), reset_fields=_reset_fields(call))
+        return PreparedUpdate(obj, old, key, expected, seen)
+
+    def commit_update(self, call: Call, prepared: PreparedUpdate) -> Result:
+        """Admit and store a prepared update. One prepared off the event loop may find the stored object changed
+        since: StaleRead, and the caller computes it again."""
+        kind = call.kind
+        strategy = strategies.for_kind(kind)
+        obj, old, key, expected = prepared.obj, prepared.old, prepared.key, prepared.expected
+        om = old["metadata"]
+        if self.store.mod_revision(kind.storage_bucket, key) != prepared.seen:
+            raise StaleRead(self.store.mod_revision(kind.storage_bucket, key))
         # Admission (the quota charge) and the write commit together, also across API server replicas.
         with self.store.atomic():
             self.admission.admit_update(call, obj, old)
@@ -408,15 +450,23 @@ class Rest:
                 # The last finalizer is gone from an object being deleted: it goes now.
                 stored = self.store.delete(kind.storage_bucket, key)
                 return Result(convert.from_storage(stored, kind))
+            encode = prepared.encode if not self.admission.changes_object(call) else None
             try:
-                stored = self.store.update(kind.storage_bucket, key, obj, expected)
+                stored = self.store.update(kind.storage_bucket, key, obj, expected, encode)
             except StaleRead:
                 raise  # not the client's precondition: the request is computed again (APIServer._dispatch)
             except RevisionConflict:
                 raise errors.conflict(kind.plural, kind.group, call.name or "", errors.STALE_OBJECT)
             except KeyNotFound:
                 raise errors.not_found(kind.plural, kind.group, call.name or "")
-        return Result(convert.from_storage(stored, kind))
+        return self._stored_result(kind, key, stored, 200, encode is not None)
+
+    def _stored_result(self, kind: Kind, key: str, stored: Obj, code: int, prepared_json: bool) -> Result:
+        result = Result(convert.from_storage(stored, kind), code)
+        if prepared_json and not convert.needs_conversion(kind) and meta(stored).get(
+                "resourceVersion") == str(self.store.mod_revision(kind.storage_bucket, key)):
+            result.encoded = self.store.encoded(kind.storage_bucket, key)  # the answer is the stored JSON
+        return result
 
     def patch(self, call: Call, body: bytes, content_type: str) -> Result:
         kind = call.kind

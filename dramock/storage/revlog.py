@@ -331,11 +331,12 @@ class RevisionLog:
         prev_revision = self._tombstones.get((bucket, name), 0)
         return self._append(ADDED, bucket, name, obj, None, prev_revision, encode)
 
-    def update(self, bucket: str, name: str, obj: Obj, expected: int | None = None) -> Obj:
+    def update(self, bucket: str, name: str, obj: Obj, expected: int | None = None,
+               encode: Callable[[int], str] | None = None) -> Obj:
         if self.shared:
-            return self._write_shared(MODIFIED, bucket, name, obj, expected)
+            return self._write_shared(MODIFIED, bucket, name, obj, expected, encode)
         prev = self._current(bucket, name, expected)
-        return self._append(MODIFIED, bucket, name, obj, prev, self._revisions[(bucket, name)])
+        return self._append(MODIFIED, bucket, name, obj, prev, self._revisions[(bucket, name)], encode)
 
     def delete(self, bucket: str, name: str, expected: int | None = None) -> Obj:
         if self.shared:
