@@ -3,8 +3,9 @@
     python bench/hostile.py [--repeat 20]
 
 For each hostile request (the YAML alias bomb, 22 self-copying JSON-patch operations, deep nesting, NaN, a
-3 MB body of 150,000 labels) it sends the request `--repeat` times while a second client probes /readyz
-every 2 ms, and prints the request's own latency, its answer, and the probes' p50 / p99 / max: how long
+3 MB body of 150,000 labels, created and replaced) it sends the request `--repeat` times while a second
+client probes /readyz every 2 ms, and prints the request's own latency, its answer, and the probes' p50 / p99 /
+max: how long
 any other client waits while the hostile one is served. A bare aiohttp server answering the same probes
 is the baseline.
 """
@@ -43,12 +44,18 @@ def labels_body(n: int) -> bytes:
                                     "labels": {f"k{i}": "v" for i in range(n)}}}).encode()
 
 
+def labels_update(n: int) -> bytes:
+    return json.dumps({"metadata": {"name": "labels-put", "labels": {f"k{i}": "v" for i in range(n)},
+                                    "annotations": {"trial": str(time.monotonic_ns())}}}).encode()
+
+
 CASES = [
     ("yaml alias bomb", "POST", CM, lambda: BOMB, "application/yaml"),
     ("json-patch 22 self-copies", "PATCH", f"{CM}/target", lambda: COPIES, "application/json-patch+json"),
     ("json nested 5000 deep", "POST", CM, lambda: DEEP, "application/json"),
     ("NaN in a body", "POST", CM, lambda: NAN, "application/json"),
     ("150,000 labels (3 MB, valid)", "POST", CM, lambda: labels_body(150_000), "application/json"),
+    ("PUT of 150,000 labels (valid)", "PUT", f"{CM}/labels-put", lambda: labels_update(150_000), "application/json"),
 ]
 
 
@@ -66,6 +73,8 @@ async def probe_while(session: aiohttp.ClientSession, url: str, busy: asyncio.Ev
 async def measure(url: str, repeat: int) -> None:
     async with aiohttp.ClientSession() as s:
         async with s.post(url + CM, json={"metadata": {"name": "target"}}) as r:
+            await r.read()
+        async with s.post(url + CM, data=labels_update(150_000), headers={"Content-Type": "application/json"}) as r:
             await r.read()
         print(f"{'request':32} {'answer':>6} {'req p50 ms':>10} {'readyz p50':>10} {'p99':>8} {'max ms':>8}")
         for name, method, path, body, ctype in CASES:
