@@ -3,8 +3,9 @@
     python bench/hostile.py [--repeat 20]
 
 For each hostile request (the YAML alias bomb, 22 self-copying JSON-patch operations, deep nesting, NaN, a
-3 MB body of 150,000 labels) it sends the request `--repeat` times while a second client probes /readyz
-every 2 ms, and prints the request's own latency, its answer, and the probes' p50 / p99 / max: how long
+3 MB body of 150,000 labels, created and replaced) it sends the request `--repeat` times while a second
+client probes /readyz every 2 ms, and prints the request's own latency, its answer, and the probes' p50 / p99 /
+max: how long
 any other client waits while the hostile one is served. A bare aiohttp server answering the same probes
 is the baseline.
 """
@@ -43,12 +44,18 @@ def labels_body(n: int) -> bytes:
                                     "labels": {f"k{i}": "v" for i in range(n)}}}).encode()
 
 
+def labels_update(n: int) -> bytes:
+    return json.dumps({"metadata": {"name": "labels-put", "labels": {f"k{i}": "v" for i in range(n)},
+                                    "annotations": {"trial": str(time.monotonic_ns())}}}).encode()
+
+
 CASES = [
     ("yaml alias bomb", "POST", CM, lambda: BOMB, "application/yaml"),
     ("json-patch 22 self-copies", "PATCH", f"{CM}/target", lambda: COPIES, "application/json-patch+json"),
     ("json nested 5000 deep", "POST", CM, lambda: DEEP, "application/json"),
     ("NaN in a body", "POST", CM, lambda: NAN, "application/json"),
     ("150,000 labels (3 MB, valid)", "POST", CM, lambda: labels_body(150_000), "application/json"),
+    ("PUT of 150,000 labels (valid)", "PUT", f"{CM}/labels-put", lambda: labels_update(150_000), "application/json"),
 ]
 
 
@@ -67,15 +74,18 @@ async def measure(url: str, repeat: int) -> None:
     async with aiohttp.ClientSession() as s:
         async with s.post(url + CM, json={"metadata": {"name": "target"}}) as r:
             await r.read()
+        async with s.post(url + CM, data=labels_update(150_000), headers={"Content-Type": "application/json"}) as r:
+            await r.read()
         print(f"{'request':32} {'answer':>6} {'req p50 ms':>10} {'readyz p50':>10} {'p99':>8} {'max ms':>8}")
         for name, method, path, body, ctype in CASES:
             took, probes, answers = [], [], set()
             for _ in range(repeat):
+                payload = body()  # built before probing: this client's loop is the probes' loop too
                 done = asyncio.Event()
                 prober = asyncio.create_task(probe_while(s, url, done))
                 await asyncio.sleep(0.01)
                 t = time.perf_counter()
-                async with s.request(method, url + path, data=body(), headers={"Content-Type": ctype}) as r:
+                async with s.request(method, url + path, data=payload, headers={"Content-Type": ctype}) as r:
                     await r.read()
                     answers.add(r.status)
                 took.append(time.perf_counter() - t)

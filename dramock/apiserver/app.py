@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 from aiohttp import web
@@ -29,7 +31,16 @@ from dramock.admission.chain import SYSTEM_NAMESPACES, Admission
 from dramock.apiserver import authfilter as gate
 from dramock.apiserver import codec, discovery, explainapi, health, openapi, params, protobuf
 from dramock.apiserver import faults as faults_endpoint
-from dramock.apiserver.rest import Call, Rest, Result, meta, now_rfc3339, stamp_resource_version
+from dramock.apiserver.rest import (
+    Call,
+    PreparedCreate,
+    PreparedUpdate,
+    Rest,
+    Result,
+    meta,
+    now_rfc3339,
+    stamp_resource_version,
+)
 from dramock.apiserver.watch import WatchHandler
 from dramock.auth.security import Security, SecurityConfig
 from dramock.faults import Faults, api_error
@@ -43,6 +54,7 @@ log = logging.getLogger("dramock.apiserver")
 
 # Attempts at a write whose object another API server replica keeps changing under it (shared database).
 _STALE_RETRIES = 16
+T = TypeVar("T")
 
 Obj = dict[str, Any]
 
@@ -66,6 +78,10 @@ class ServerConfig:
     watch_history: int = DEFAULT_HISTORY
     # Authentication and authorization of the secure port (the plain port is always system:unsecured).
     security: SecurityConfig = field(default_factory=SecurityConfig)
+    # A create whose body is at least this big is decoded, validated and encoded in a worker thread, so that
+    # the event loop (every other request, watch and probe) is not held for the hundreds of milliseconds or
+    # seconds that takes (0: never).
+    offload_body_bytes: int = 64 * 1024
 
     @property
     def url(self) -> str:
@@ -166,6 +182,9 @@ class APIServer:
         for rule in config.fault_rules:
             self.faults.add(rule)
         self._compactor: asyncio.Task | None = None
+        # One worker for big requests' CPU work: they queue behind each other, and with the event loop the
+        # process runs at most two threads that compete for the interpreter.
+        self._workers = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dramock-big-request")
 
     def _namespace_labels(self, name: str) -> dict[str, str] | None:
         ns = self.store.get("namespaces", name)
@@ -196,6 +215,7 @@ class APIServer:
     async def _on_cleanup(self, _app: web.Application) -> None:
         if self._compactor:
             self._compactor.cancel()
+        self._workers.shutdown(wait=True, cancel_futures=True)
         self.store.close()
 
     def _seed_namespaces(self) -> None:
@@ -414,15 +434,37 @@ class APIServer:
         elif route.verb in ("get", "list") and not call.param("resourceVersion"):
             self.store.catch_up()  # a consistent read (resourceVersion unset) includes every committed write
         content_type = request.headers.get("Content-Type", "")
-        warnings = len(call.warnings)
         verb = route.verb
+        loop = asyncio.get_running_loop()
+        # A big create or update is computed in the worker thread, then committed here (prepared).
+        prepared: PreparedCreate | PreparedUpdate | Result | None = None
+        before_prepared = len(call.warnings)
+        if self.config.offload_body_bytes and len(body) >= self.config.offload_body_bytes \
+                and verb in ("create", "update") and self._plain_write(call):
+            prepare = self.rest.prepare_create if verb == "create" else self.rest.prepare_update
+            try:
+                prepared = await loop.run_in_executor(self._workers, _without_gc_pauses, prepare, call, body,
+                                                      content_type, True)
+            except StaleRead:  # the object changed while it was read off the loop: computed here instead
+                del call.warnings[before_prepared:]
+        warnings = len(call.warnings)
         for attempt in range(_STALE_RETRIES):
             try:
-                result = self._verb(call, verb, body, content_type)
+                if isinstance(prepared, PreparedCreate):
+                    result = self.rest.commit_create(call, prepared)
+                elif isinstance(prepared, PreparedUpdate):
+                    result = self.rest.commit_update(call, prepared)
+                elif isinstance(prepared, Result):  # nothing to write
+                    result = prepared
+                else:
+                    result = self._verb(call, verb, body, content_type)
                 break
             except StaleRead:
                 # Another replica wrote the object after this one last followed the log: catch up, do it again.
                 # A write still in flight on some replica can hold the log back: give it a moment to commit.
+                if isinstance(prepared, PreparedUpdate):  # computed from an object since changed: again, here
+                    prepared = None
+                    warnings = before_prepared
                 del call.warnings[warnings:]
                 if attempt:
                     await asyncio.sleep(min(0.005 * 2 ** attempt, 0.2))
@@ -431,7 +473,18 @@ class APIServer:
             raise errors.conflict(kind.plural, kind.group, call.name or "", errors.STALE_OBJECT)
         # What a read or a real write answers is the stored object; a dry run's answer is not.
         stored = verb in ("get", "list") or (verb in ("create", "update", "patch") and not call.dry_run)
+        if prepared is not None:  # a big object's answer (protobuf, YAML, a Table) is encoded off the loop too
+            return await loop.run_in_executor(self._workers, _without_gc_pauses, self._respond, call, accept, result,
+                                              stored)
         return self._respond(call, accept, result, stored=stored)
+
+    @staticmethod
+    def _plain_write(call: Call) -> bool:
+        """A create or update of an object of the kind (not a subresource such as a binding or the status, not a
+        review)."""
+        from dramock.apiserver import reviews
+
+        return not call.subresource and not reviews.is_review(call.kind)
 
     def _verb(self, call: Call, verb: str, body: bytes, content_type: str) -> Result:
         if call.subresource == "scale":
@@ -590,6 +643,22 @@ class APIServer:
             raise errors.APIError(405, "MethodNotAllowed", "the server does not allow this method on the "
                                   "requested resource", {})
         return Route(verb, kind, namespace, name, sub)
+
+
+def _without_gc_pauses(fn: Callable[..., T], *args: Any) -> T:
+    """Run a big request's CPU work (in the worker thread) with Python's cyclic garbage collector paused.
+
+    Its many short-lived containers would otherwise trigger full collections of the whole heap, each holding
+    the interpreter for 100-250 ms: the event loop thread would wait that long. What the work leaves behind
+    is freed by reference counting; collection resumes when it ends.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return fn(*args)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _scope(route: Route) -> str:

@@ -32,7 +32,8 @@ def media_type(content_type: str | None) -> str:
     return (content_type or "").split(";")[0].strip().lower()
 
 
-def parse_document(body: bytes, content_type: str, kind: Kind | None = None) -> tuple[Any, list[str]]:
+def parse_document(body: bytes, content_type: str, kind: Kind | None = None,
+                   in_pieces: bool = False) -> tuple[Any, list[str]]:
     """Parse a JSON or YAML body; returns (value, duplicate field paths). Malformed input → 400.
 
     With `kind` (an object body for that kind), a malformed JSON body gets upstream's
@@ -42,8 +43,8 @@ def parse_document(body: bytes, content_type: str, kind: Kind | None = None) -> 
     yaml_body = mt in (YAML, APPLY_PATCH, "text/yaml", "application/x-yaml")
     try:
         if yaml_body:
-            return bodies.load_json_or_yaml(body)
-        return bodies.load_json(body)
+            return bodies.load_json_or_yaml(body, in_pieces)
+        return bodies.load_json(body, in_pieces)
     except bodies.BodyError as e:
         if yaml_body:
             raise errors.bad_request(f"error converting YAML to JSON: {e}")
@@ -92,14 +93,14 @@ class Decoded:
 
 
 def decode_object(body: bytes, content_type: str, kind: Kind, field_validation: str,
-                  definition: str | None = None) -> Decoded:
+                  definition: str | None = None, in_pieces: bool = False) -> Decoded:
     """Decode a create/update body for `kind`, applying upstream's strict-decoding rules."""
     mt = media_type(content_type)
     dups: list[str]
     if mt == PROTOBUF:
         obj, dups = protobuf.decode(body), []
     elif mt in (JSON, YAML, "", "*/*", "text/yaml", "application/x-yaml"):
-        obj, dups = parse_document(body, content_type, kind)
+        obj, dups = parse_document(body, content_type, kind, in_pieces)
     else:
         raise errors.unsupported_media_type(content_type)
     return check_object(obj, dups, kind, field_validation, definition)

@@ -14,6 +14,7 @@ import json
 import random
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -24,7 +25,7 @@ from dramock import errors
 from dramock.admission import strategy as strategies
 from dramock.admission.chain import Admission
 from dramock.apiserver import codec, fieldmanager, params, patch, protobuf, selectors
-from dramock.jsonvalue import clone
+from dramock.jsonvalue import clone, dumps_in_pieces
 from dramock.schemas import convert
 from dramock.schemas.registry import Kind
 from dramock.storage.revlog import (
@@ -115,6 +116,50 @@ class Result:
     encoded: str | None = None
     # For deletes: the object as deleted (or marked for deletion), whatever `body` answers.
     deleted: Obj | None = None
+
+
+@dataclass
+class PreparedCreate:
+    """A create computed up to admission and storage (Rest.prepare_create)."""
+
+    obj: Obj
+    generated: bool  # the name came from generateName (a taken one is generated again)
+    encode: Callable[[int], str] | None = None  # the stored JSON once stamped with a revision, if prepared
+
+
+@dataclass
+class PreparedUpdate:
+    """An update computed up to admission and storage (Rest.prepare_update)."""
+
+    obj: Obj
+    old: Obj  # the stored object it was computed from
+    key: str
+    expected: int | None  # the client's precondition (metadata.resourceVersion)
+    seen: int  # the revision of `old`
+    encode: Callable[[int], str] | None = None
+
+
+def _stored_json(obj: Obj) -> Callable[[int], str]:
+    """The stored JSON of `obj` for any revision the store will stamp it with, encoded now: stamped with a
+    unique marker that is then swapped for the revision. The object is left as it was, and the stamp puts the
+    key in the same place: where it is (an update), or last in metadata (a create's object has none)."""
+    m = meta(obj)
+    had = "resourceVersion" in m
+    previous = m.get("resourceVersion")
+    marker = "\x00" + uuid.uuid4().hex
+    m["resourceVersion"] = marker
+    try:
+        text = dumps_in_pieces(obj)  # the store's encoding, in pieces that let the event loop thread run
+    finally:
+        if had:
+            m["resourceVersion"] = previous
+        else:
+            del m["resourceVersion"]
+    head, found, tail = text.partition('"resourceVersion":' + json.dumps(marker))
+    assert found
+    head += '"resourceVersion":"'
+    tail = '"' + tail
+    return lambda revision: head + str(revision) + tail
 
 
 class Rest:
@@ -222,14 +267,25 @@ class Rest:
     # ---------------------------------------------------------------- create
 
     def create(self, call: Call, body: bytes, content_type: str) -> Result:
-        kind = call.kind
-        decoded = codec.decode_object(body, content_type, kind, call.field_validation)
+        return self.commit_create(call, self.prepare_create(call, body, content_type))
+
+    def prepare_create(self, call: Call, body: bytes, content_type: str, encode: bool = False) -> PreparedCreate:
+        """A create up to its commit: decoded, defaulted, validated, managedFields tracked. This reads no
+        storage but the namespace's labels and works only on the request's own objects, so a big body may be
+        prepared off the event loop; `encode` then also prepares the stored JSON there, and JSON is decoded and
+        encoded in pieces that let the event loop thread take turns."""
+        decoded = codec.decode_object(body, content_type, call.kind, call.field_validation, in_pieces=encode)
         call.warnings.extend(decoded.warnings)
-        obj = decoded.obj
-        return self.create_object(call, obj)
+        prepared = self._prepare_create(call, decoded.obj)
+        if encode:
+            prepared.encode = _stored_json(prepared.obj)
+        return prepared
 
     def create_object(self, call: Call, obj: Obj, manager_op: str = "Update") -> Result:
         """Create from an already decoded object (also used by server-side apply of a new object)."""
+        return self.commit_create(call, self._prepare_create(call, obj, manager_op))
+
+    def _prepare_create(self, call: Call, obj: Obj, manager_op: str = "Update") -> PreparedCreate:
         kind = call.kind
         strategy = strategies.for_kind(kind)
         obj = convert.to_storage(obj, kind)
@@ -253,8 +309,16 @@ class Rest:
             obj = fieldmanager.track_update(None, obj, manager=call.field_manager, api_version=kind.api_version,
                                             definition=kind.definition, subresource=call.subresource,
                                             now=now_rfc3339(), reset_fields=_reset_fields(call))
+        return PreparedCreate(obj, generated)
+
+    def commit_create(self, call: Call, prepared: PreparedCreate) -> Result:
+        """Admit and store a prepared create (on the event loop: admission and the write are one step)."""
+        kind = call.kind
+        obj, m = prepared.obj, meta(prepared.obj)
+        # Prepared JSON is the object's as prepared: not usable when admission may still change it.
+        encode = prepared.encode if not self.admission.changes_object(call) else None
         # A generated name that is taken is generated again, as upstream's store does (RetryGenerateName).
-        attempts = _GENERATE_NAME_ATTEMPTS if generated else 1
+        attempts = _GENERATE_NAME_ATTEMPTS if prepared.generated else 1
         for attempt in range(attempts):
             try:
                 # Admission (the quota charge) and the write commit together, also across API server replicas.
@@ -262,13 +326,14 @@ class Rest:
                     self.admission.admit_create(call, obj)
                     if call.dry_run:
                         return Result(convert.from_storage(obj, kind), 201)
-                    stored = self.store.create(kind.storage_bucket, storage_name(kind, call.namespace, m["name"]),
-                                               obj)
-                return Result(convert.from_storage(stored, kind), 201)
+                    key = storage_name(kind, call.namespace, m["name"])
+                    stored = self.store.create(kind.storage_bucket, key, obj, encode)
+                return self._stored_result(kind, key, stored, 201, encode is not None)
             except KeyExists:
                 if attempt == attempts - 1:
                     raise errors.already_exists(kind.plural, kind.group, m["name"]) from None
                 m["name"] = _generate_name(m["generateName"])
+                encode = None  # the prepared JSON has the name that was taken
         raise AssertionError("unreachable")
 
     def _check_namespace(self, call: Call, m: Obj) -> None:
@@ -285,9 +350,16 @@ class Rest:
     # ---------------------------------------------------------------- update / patch
 
     def update(self, call: Call, body: bytes, content_type: str) -> Result:
+        prepared = self.prepare_update(call, body, content_type)
+        return prepared if isinstance(prepared, Result) else self.commit_update(call, prepared)
+
+    def prepare_update(self, call: Call, body: bytes, content_type: str,
+                       encode: bool = False) -> Result | PreparedUpdate:
+        """An update up to its commit (see prepare_create), computed from the stored object as it is now; a
+        Result when there is nothing to write. commit_update finds out whether the object changed meanwhile."""
         kind = call.kind
         definition = kind.definition
-        decoded = codec.decode_object(body, content_type, kind, call.field_validation, definition)
+        decoded = codec.decode_object(body, content_type, kind, call.field_validation, definition, in_pieces=encode)
         call.warnings.extend(decoded.warnings)
         obj = decoded.obj
         name = meta(obj).get("name")
@@ -297,16 +369,29 @@ class Rest:
         if not meta(obj).get("resourceVersion") and not strategies.for_kind(kind).allow_unconditional_update():
             raise errors.invalid(kind.kind, kind.group, name or "", [strategies.invalid_value(
                 "metadata.resourceVersion", "", "must be specified for an update")])
-        return self.update_object(call, obj)
+        prepared = self._prepare_update(call, obj)
+        if encode:
+            if isinstance(prepared, PreparedUpdate):
+                prepared.encode = _stored_json(prepared.obj)
+            else:
+                prepared.encoded = None  # read off the event loop: the object answered is `old`, encode that one
+        return prepared
 
     def update_object(self, call: Call, obj: Obj, apply_manager: str | None = None) -> Result:
         """Replace the stored object with `obj` (in the request's version), as PUT does."""
+        prepared = self._prepare_update(call, obj, apply_manager)
+        return prepared if isinstance(prepared, Result) else self.commit_update(call, prepared)
+
+    def _prepare_update(self, call: Call, obj: Obj, apply_manager: str | None = None) -> Result | PreparedUpdate:
         kind = call.kind
         strategy = strategies.for_kind(kind)
         key = storage_name(kind, call.namespace, call.name or "")
+        seen = self.store.mod_revision(kind.storage_bucket, key)
         old = self.store.get(kind.storage_bucket, key)
         if old is None:
             raise errors.not_found(kind.plural, kind.group, call.name or "")
+        if self.store.mod_revision(kind.storage_bucket, key) != seen:  # written meanwhile (off the event loop)
+            raise StaleRead(self.store.mod_revision(kind.storage_bucket, key))
         obj = convert.to_storage(obj, kind)
         m, om = meta(obj), old["metadata"]
         self._check_namespace(call, m)
@@ -346,6 +431,17 @@ class Rest:
             obj = fieldmanager.track_update(old, obj, manager=call.field_manager, api_version=kind.api_version,
                                             definition=kind.definition, subresource=call.subresource,
                                             now=now_rfc3339(), reset_fields=_reset_fields(call))
+        return PreparedUpdate(obj, old, key, expected, seen)
+
+    def commit_update(self, call: Call, prepared: PreparedUpdate) -> Result:
+        """Admit and store a prepared update. One prepared off the event loop may find the stored object changed
+        since: StaleRead, and the caller computes it again."""
+        kind = call.kind
+        strategy = strategies.for_kind(kind)
+        obj, old, key, expected = prepared.obj, prepared.old, prepared.key, prepared.expected
+        om = old["metadata"]
+        if self.store.mod_revision(kind.storage_bucket, key) != prepared.seen:
+            raise StaleRead(self.store.mod_revision(kind.storage_bucket, key))
         # Admission (the quota charge) and the write commit together, also across API server replicas.
         with self.store.atomic():
             self.admission.admit_update(call, obj, old)
@@ -356,15 +452,23 @@ class Rest:
                 # The last finalizer is gone from an object being deleted: it goes now.
                 stored = self.store.delete(kind.storage_bucket, key)
                 return Result(convert.from_storage(stored, kind))
+            encode = prepared.encode if not self.admission.changes_object(call) else None
             try:
-                stored = self.store.update(kind.storage_bucket, key, obj, expected)
+                stored = self.store.update(kind.storage_bucket, key, obj, expected, encode)
             except StaleRead:
                 raise  # not the client's precondition: the request is computed again (APIServer._dispatch)
             except RevisionConflict:
                 raise errors.conflict(kind.plural, kind.group, call.name or "", errors.STALE_OBJECT)
             except KeyNotFound:
                 raise errors.not_found(kind.plural, kind.group, call.name or "")
-        return Result(convert.from_storage(stored, kind))
+        return self._stored_result(kind, key, stored, 200, encode is not None)
+
+    def _stored_result(self, kind: Kind, key: str, stored: Obj, code: int, prepared_json: bool) -> Result:
+        result = Result(convert.from_storage(stored, kind), code)
+        if prepared_json and not convert.needs_conversion(kind) and meta(stored).get(
+                "resourceVersion") == str(self.store.mod_revision(kind.storage_bucket, key)):
+            result.encoded = self.store.encoded(kind.storage_bucket, key)  # the answer is the stored JSON
+        return result
 
     def patch(self, call: Call, body: bytes, content_type: str) -> Result:
         kind = call.kind

@@ -8,6 +8,8 @@ write can fall between the initial state and the live events.
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +34,23 @@ INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 MAX_BACKLOG = 10_000
 WRITE_TIMEOUT = 10.0
 DEFAULT_TIMEOUT = 1800.0
+
+
+def _libc_malloc_trim() -> Callable[[int], int] | None:
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return None
+
+
+_malloc_trim = _libc_malloc_trim()
+
+
+def release_memory() -> None:
+    """Return freed heap memory to the system (glibc keeps it for reuse otherwise): after a big release such as
+    an unresponsive watcher's buffers, the process shrinks back instead of staying at its peak."""
+    if _malloc_trim is not None:
+        _malloc_trim(0)
 
 
 class _Unresponsive(Exception):
@@ -200,7 +219,10 @@ class WatchHandler:
         except _Unresponsive:
             if request.transport is not None:
                 request.transport.abort()  # drop what is queued for a client that reads nothing
+            watcher.overflow = True
         finally:
+            if watcher.overflow:  # dropped: once its connection is gone, what it held goes back to the system
+                asyncio.get_running_loop().call_later(0.5, release_memory)
             self.store.unsubscribe(bucket, watcher)
             self.open.discard(watcher)
             self.on_watchers(kind, -1)

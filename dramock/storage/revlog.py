@@ -324,19 +324,22 @@ class RevisionLog:
 
     # ---- writes ----
 
-    def create(self, bucket: str, name: str, obj: Obj) -> Obj:
+    def create(self, bucket: str, name: str, obj: Obj, encode: Callable[[int], str] | None = None) -> Obj:
+        """`encode`: the stored JSON of `obj` once stamped with a revision, prepared by the caller (e.g. off the
+        event loop for a big object); by default the object is encoded here."""
         if self.shared:
-            return self._write_shared(ADDED, bucket, name, obj, None)
+            return self._write_shared(ADDED, bucket, name, obj, None, encode)
         if name in self.bucket(bucket).objects:
             raise KeyExists(name)
         prev_revision = self._tombstones.get((bucket, name), 0)
-        return self._append(ADDED, bucket, name, obj, None, prev_revision)
+        return self._append(ADDED, bucket, name, obj, None, prev_revision, encode)
 
-    def update(self, bucket: str, name: str, obj: Obj, expected: int | None = None) -> Obj:
+    def update(self, bucket: str, name: str, obj: Obj, expected: int | None = None,
+               encode: Callable[[int], str] | None = None) -> Obj:
         if self.shared:
-            return self._write_shared(MODIFIED, bucket, name, obj, expected)
+            return self._write_shared(MODIFIED, bucket, name, obj, expected, encode)
         prev = self._current(bucket, name, expected)
-        return self._append(MODIFIED, bucket, name, obj, prev, self._revisions[(bucket, name)])
+        return self._append(MODIFIED, bucket, name, obj, prev, self._revisions[(bucket, name)], encode)
 
     def delete(self, bucket: str, name: str, expected: int | None = None) -> Obj:
         if self.shared:
@@ -362,11 +365,12 @@ class RevisionLog:
     def mod_revision(self, bucket: str, name: str) -> int:
         return self._revisions.get((bucket, name), 0)
 
-    def _append(self, kind: str, bucket: str, name: str, obj: Obj, prev: Obj | None, prev_revision: int) -> Obj:
+    def _append(self, kind: str, bucket: str, name: str, obj: Obj, prev: Obj | None, prev_revision: int,
+                encode: Callable[[int], str] | None = None) -> Obj:
         """Embedded mode: this process is the only writer, so the next revision is ours to take."""
         revision = self.revision + 1
         self._stamp(obj, revision)
-        value = fastjson.dumps(obj)
+        value = encode(revision) if encode is not None else fastjson.dumps(obj)
         with self._db_errors(), self.engine.begin() as conn:
             conn.execute(_INSERT, {"id": revision, "bucket": bucket, "name": name, "created": kind == ADDED,
                                    "deleted": kind == DELETED, "prev_revision": prev_revision, "value": value})
@@ -399,7 +403,8 @@ class RevisionLog:
             with self._db_errors():
                 self._tx.execute(sa.text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"), {"k": name})
 
-    def _write_shared(self, kind: str, bucket: str, name: str, obj: Obj | None, expected: int | None) -> Obj:
+    def _write_shared(self, kind: str, bucket: str, name: str, obj: Obj | None, expected: int | None,
+                      encode: Callable[[int], str] | None = None) -> Obj:
         with self._db_errors(), self._transaction() as conn:
             self.lock(f"{bucket}|{name}")
             query = sa.select(_log.c.id, _log.c.deleted, *([_log.c.value] if kind == DELETED else [])) \
@@ -422,8 +427,9 @@ class RevisionLog:
             if obj is None:  # a delete: the row read above holds the value
                 assert row is not None
                 obj = json.loads(row.value)
+                encode = None
             self._stamp(obj, revision)
-            value = json.dumps(obj, separators=(",", ":"))
+            value = encode(revision) if encode is not None else json.dumps(obj, separators=(",", ":"))
             try:
                 conn.execute(_INSERT, {"id": revision, "bucket": bucket, "name": name, "created": kind == ADDED,
                                        "deleted": kind == DELETED,
