@@ -123,7 +123,7 @@ class Informer:
 def shared_informer(client: Client, path: str) -> Informer:
     """The client's one informer of `path` when the client shares informers (`client.shared_informers` is a
     dict, as the controller manager sets it: client-go's SharedInformerFactory), else a new informer."""
-    shared = getattr(client, "shared_informers", None)
+    shared = client.shared_informers
     if shared is None:
         return Informer(client, path)
     if path not in shared:

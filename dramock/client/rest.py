@@ -9,13 +9,16 @@ import os
 import ssl as ssl_module
 import tempfile
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 import aiohttp
 import yaml
 
 from dramock import fastjson
+
+if TYPE_CHECKING:
+    from dramock.client.informer import Informer
 
 log = logging.getLogger("dramock.client")
 
@@ -112,6 +115,9 @@ class Client:
         self.ssl = getattr(server, "ssl", None)  # an Endpoint's credentials, if the server came from a kubeconfig
         self.token = getattr(server, "token", "")
         self._session: aiohttp.ClientSession | None = None
+        # path -> the one informer of that path its users share; None: each user makes its own
+        # (the controller manager sets a dict: client-go's SharedInformerFactory). See informer.shared_informer.
+        self.shared_informers: dict[str, Informer] | None = None
 
     async def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:

@@ -32,7 +32,7 @@ class ControllerManager:
                  resourceclaim_syncs: int = CONCURRENT_RESOURCECLAIM_SYNCS):
         self.client = client
         # One informer per collection for all the controllers (pods, nodes and claims are watched by several).
-        if getattr(client, "shared_informers", None) is None:
+        if client.shared_informers is None:
             client.shared_informers = {}
         self.nodelifecycle = NodeLifecycleController(client, node_monitor_grace_period,
                                                      min(5.0, node_monitor_grace_period))

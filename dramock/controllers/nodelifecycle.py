@@ -66,7 +66,8 @@ class NodeLifecycleController:
         name = node["metadata"]["name"]
         lease = self.leases.get("kube-node-lease", name)
         renew = _ts(((lease or {}).get("spec") or {}).get("renewTime"))
-        ready = next((c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), {})
+        conditions = (node.get("status") or {}).get("conditions") or []
+        ready: Obj = next((c for c in conditions if c.get("type") == "Ready"), {})
         return max(renew, _ts(ready.get("lastHeartbeatTime")), _ts(node["metadata"].get("creationTimestamp")))
 
     async def monitor(self, node: Obj) -> None:

@@ -63,7 +63,7 @@ async def served(client: Client, stop: asyncio.Event) -> bool:
     return False
 
 
-def _unavailable(driver: str, pool: str, device: Obj, rules: list[Obj]) -> bool:
+def _unavailable(driver: str | None, pool: str, device: Obj, rules: list[Obj]) -> bool:
     if any(t.get("effect") in ("NoSchedule", "NoExecute") for t in device.get("taints") or []):
         return True
     for rule in rules:
@@ -163,7 +163,7 @@ def _shareable_summary(devices: list[Obj], in_use: set[str], consumed: dict[str,
         total, like = _sum(totals[name])
         used, used_like = _sum(consumed.get(name, []))
         capacity.append({"name": name, "total": format_like(total, like), "consumed": format_like(used, used_like),
-                         "available": format_like(max(total - used, 0), like)})
+                         "available": format_like(max(total - used, Fraction(0)), like)})
     busy = sum(1 for d in shareable if d.get("name") in in_use)
     summary: Obj = {"fullyAvailableDevices": len(shareable) - busy, "partiallyAvailableDevices": busy}
     if capacity:

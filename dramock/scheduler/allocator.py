@@ -134,7 +134,7 @@ def _label_match(req: Obj, labels: dict) -> bool:
         if not present or len(values) != 1:
             return False
         try:
-            a, b = int(val), int(values[0])
+            a, b = int(labels[key]), int(values[0])
         except (TypeError, ValueError):
             return False
         return a > b if op == "Gt" else a < b
@@ -284,7 +284,8 @@ class _Req:
         self.class_name = spec.get("deviceClassName") or ""
         self.class_obj: Obj | None = None
         self.mode = spec.get("allocationMode") or "ExactCount"
-        self.count = int(spec.get("count") if spec.get("count") is not None else 1)
+        count = spec.get("count")
+        self.count = int(count if count is not None else 1)
         self.admin = admin
         self.selectors = spec.get("selectors") or []
         self.tolerations = spec.get("tolerations") or []
@@ -379,10 +380,11 @@ def _derived_value(req: _Req, name: str, expression: str, dev: _Dev) -> tuple | 
 
     if isinstance(value, list):
         items = [scalar(v) for v in value]
-        if any(i is None for i in items) or len({i[0] for i in items if i}) > 1:
+        scalars = [i for i in items if i is not None]
+        if len(scalars) != len(items) or len({i[0] for i in scalars}) > 1:
             raise _Error(f"{where}: CEL runtime error: must evaluate to a list of one scalar type")
-        kind = items[0][0] if items else "string"
-        return (kind + "s", tuple(i[1] for i in items if i))
+        kind = scalars[0][0] if scalars else "string"
+        return (kind + "s", tuple(i[1] for i in scalars))
     out = scalar(value)
     if out is None:
         raise _Error(f"{where}: CEL runtime error: must evaluate to a primitive scalar, not {type(value).__name__}")
@@ -418,9 +420,10 @@ def allocated_devices(allocated: list[Obj], in_flight: list[Obj]) -> AllocatedDe
                 held.consuming.add(did)
                 if exclusive:
                     held.exclusive.add(did)
-                agg = held.capacity.setdefault(did, {}) if caps else None
-                for k, v in caps:
-                    agg[k] = agg.get(k, Fraction(0)) + v
+                if caps:
+                    agg = held.capacity.setdefault(did, {})
+                    for k, v in caps:
+                        agg[k] = agg.get(k, Fraction(0)) + v
     return held
 
 
@@ -769,8 +772,7 @@ class _Allocator:
             v, lo, step = Fraction(_ceil(v)), Fraction(_ceil(lo)), Fraction(_ceil(step))
         if step <= 0:
             return v
-        n = (v - lo) / step
-        n = _ceil(n)
+        n = _ceil((v - lo) / step)
         return lo + step * n
 
     def consumed_value(self, request: tuple[Fraction, Any] | None, cap: Obj) -> tuple[Fraction, Any]:
@@ -1294,7 +1296,7 @@ class _Allocator:
                 names = c.get("requests") or []
                 if names and not any(n in chosen_names for n in names):
                     continue
-                entry = {"source": "FromClaim"}
+                entry: Obj = {"source": "FromClaim"}
                 if names:
                     entry["requests"] = list(names)
                 entry.update({k: v for k, v in c.items() if k != "requests"})

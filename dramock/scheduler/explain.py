@@ -25,6 +25,7 @@ import copy
 import json
 import time
 from collections import Counter
+from collections.abc import Set
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -124,7 +125,7 @@ class Cluster:
             return self.in_flight.get(c["metadata"].get("uid", ""), c)
         return None
 
-    def allocated(self, exclude: set[str] = frozenset()) -> tuple[list[Obj], list[Obj]]:
+    def allocated(self, exclude: Set[str] = frozenset()) -> tuple[list[Obj], list[Obj]]:
         """(written allocations, in-flight ones), leaving out the claims whose uid is in `exclude`."""
         written = [c for c in self.snap.claims if results_of(c) and c["metadata"].get("uid") not in self.in_flight
                    and c["metadata"].get("uid") not in exclude]
@@ -203,7 +204,7 @@ class NodeVerdict:
 
 
 def evaluate(cluster: Cluster, pod: Obj, claims: list[Obj], nodes: list[Obj], trace: bool,
-             exclude: set[str] = frozenset()) -> list[NodeVerdict]:
+             exclude: Set[str] = frozenset()) -> list[NodeVerdict]:
     """Filter every node for the pod as the scheduler does; with `trace`, the allocator explains itself."""
     written, flying = cluster.allocated(exclude)
     alloc_state = allocator.allocated_devices(written, flying)
@@ -310,7 +311,7 @@ def explain_pod(snap: Snapshot | Cluster, namespace: str, name: str, gates: Feat
         return out
     fit = best(cluster, verdicts)
     if fit is None:
-        out["verdict"] = fit_error_message(len(nodes), Counter(v.reason for v in verdicts))
+        out["verdict"] = fit_error_message(len(nodes), Counter(v.reason for v in verdicts if v.reason is not None))
     else:
         out["verdict"] = f"fits on {fit.name} now (the scheduler has not placed it yet)"
         out["fitsOn"] = fit.name
@@ -348,7 +349,7 @@ def _node_entry(cluster: Cluster, v: NodeVerdict, claims: list[Obj], scheduled_o
 
 def _request_names(claim: Obj) -> list[tuple[str, Obj]]:
     """(request name as in results, its spec) per request or subrequest."""
-    out = []
+    out: list[tuple[str, Obj]] = []
     for r in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
         if r.get("firstAvailable"):
             out.extend((f"{r.get('name', '')}/{s.get('name', '')}", s) for s in r["firstAvailable"])
@@ -359,7 +360,7 @@ def _request_names(claim: Obj) -> list[tuple[str, Obj]]:
 
 def _request_entries(claim: Obj, ci: int, v: NodeVerdict, chosen: list[Obj], scheduled: bool) -> list[Obj]:
     assert v.tracer is not None
-    out = []
+    out: list[Obj] = []
     fits = v.reason is None or scheduled
     for rname, spec in _request_names(claim):
         notes = v.tracer.notes.get((ci, rname), {})
@@ -388,7 +389,7 @@ def _request_entries(claim: Obj, ci: int, v: NodeVerdict, chosen: list[Obj], sch
 def not_selected(snap: Snapshot, node: Obj | None) -> list[Obj]:
     """Devices whose slice (or own) node selection leaves this node out: nodeSelector, allNodes=false and
     perDeviceNodeSelection. Other nodes' node-local slices are not listed (they never are candidates)."""
-    out = []
+    out: list[Obj] = []
     if node is None:
         return out
     for s in snap.slices:

@@ -478,7 +478,8 @@ class Scheduler:
         try:
             synced = asyncio.gather(*(i.synced.wait() for i in self.informers))
             stopped = asyncio.create_task(stop.wait())
-            await asyncio.wait([synced, stopped], return_when=asyncio.FIRST_COMPLETED)
+            waiters: list[asyncio.Future[Any]] = [synced, stopped]
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
             if stop.is_set():
                 synced.cancel()
                 return
@@ -965,7 +966,7 @@ class Scheduler:
             self._devices_view = (self.cluster_generation, nodeallocatable.device_index(self.slices.list()))
         return self._devices_view[1]
 
-    def _node_allocatable_statuses(self, pod: Obj, allocations: list[tuple[str, Obj]]) -> list[Obj]:
+    def _node_allocatable_statuses(self, pod: Obj, allocations: list[tuple[str, Obj | None]]) -> list[Obj]:
         """The pod's nodeAllocatableResourceClaimStatuses for (ResourceClaim name, allocation) pairs."""
         pod_claims = {cname: pc for pc, cname, _ in pod_claim_refs(pod) if cname}
         return nodeallocatable.claim_statuses(

@@ -49,7 +49,7 @@ def has_mapped_device(allocation: Obj | None, devices: DeviceIndex) -> bool:
     return False
 
 
-def claim_statuses(pod: Obj, claims: list[tuple[str, str, Obj]], devices: DeviceIndex) -> list[Obj]:
+def claim_statuses(pod: Obj, claims: list[tuple[str, str, Obj | None]], devices: DeviceIndex) -> list[Obj]:
     """pod.status.nodeAllocatableResourceClaimStatuses for `claims` ((pod claim name, ResourceClaim name,
     allocation)), sorted by claim name; claims without such devices are left out."""
     out = []

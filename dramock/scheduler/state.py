@@ -10,26 +10,29 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Hashable
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar
 
 from dramock.scheduler.allocator import holding
 from dramock.scheduler.types import AllocatedDevices, Obj
 
 _MISSING = object()
 
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
-class TrackedDict(dict):
+
+class TrackedDict(dict[K, V]):
     """A dict that reports every key set or removed (the in-flight and assumed maps of the loop)."""
 
-    def __init__(self, on_change: Callable[[Hashable, Any], None]):
+    def __init__(self, on_change: Callable[[K, V], None]):
         super().__init__()
         self._on_change = on_change
 
-    def __setitem__(self, key, value) -> None:
+    def __setitem__(self, key: K, value: V) -> None:
         super().__setitem__(key, value)
         self._on_change(key, value)
 
-    def __delitem__(self, key) -> None:
+    def __delitem__(self, key: K) -> None:
         value = super().pop(key)
         self._on_change(key, value)
 

@@ -105,7 +105,11 @@ class DaemonSetController(WorkloadController):
     def __init__(self, client: Client, pods: Informer, nodes: Informer, workers: int = 2):
         super().__init__(client, pods, workers)
         self.nodes = nodes
-        nodes.add_handler(lambda _t, _n, _o: [self.enqueue(ds) for ds in self.objects.list()])
+        nodes.add_handler(self._on_node)
+
+    def _on_node(self, _type: str, _node: Obj, _old: Obj | None) -> None:
+        for ds in self.objects.list():
+            self.enqueue(ds)
 
     async def sync(self, ds: Obj) -> None:
         if ds["metadata"].get("deletionTimestamp"):

@@ -288,5 +288,6 @@ class DeploymentController(WorkloadController):
                 conds = set_condition(conds, "Progressing", "False", "ProgressDeadlineExceeded",
                                       f'ReplicaSet "{name}" has timed out progressing.', with_update_time=True)
         # Upstream lists Available before Progressing once both exist.
-        status["conditions"] = sorted(conds, key=lambda c: {"Available": 0, "Progressing": 1}.get(c.get("type"), 2))
+        order = {"Available": 0, "Progressing": 1}
+        status["conditions"] = sorted(conds, key=lambda c: order.get(c.get("type") or "", 2))
         await self.write_status(d, status)

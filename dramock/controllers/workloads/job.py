@@ -29,7 +29,8 @@ INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 
 def _ranges(indexes: set[int]) -> str:
     """Upstream's compressed interval format: "1,3-5,7"."""
-    out, run = [], []
+    out: list[str] = []
+    run: list[int] = []
     for i in sorted(indexes):
         if run and i == run[-1] + 1:
             run.append(i)
@@ -90,9 +91,12 @@ class JobController(WorkloadController):
         if not status.get("startTime") and not spec.get("suspend"):
             status["startTime"] = now_time()
         backoff = int(spec.get("backoffLimit", 6))
-        complete = (len(done_indexes) >= completions) if indexed else \
-            (completions is not None and succeeded >= completions) or \
-            (completions is None and succeeded > 0 and not active)
+        if indexed:
+            assert completions is not None  # validate_job: an Indexed Job has completions
+            complete = len(done_indexes) >= completions
+        else:
+            complete = (completions is not None and succeeded >= completions) or \
+                (completions is None and succeeded > 0 and not active)
         deadline = spec.get("activeDeadlineSeconds")
         started = parse_time(status.get("startTime"))
         past_deadline = deadline is not None and started is not None and time.time() - started >= int(deadline)
