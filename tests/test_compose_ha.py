@@ -179,6 +179,16 @@ class HAStack(Stack):
             published, _, target = str(p).rpartition(":")
             self.ports[(LB, target)] = (published.rpartition(":")[2] or target, free_port())
 
+    def start(self, name: str) -> None:
+        # A volume mounted below a directory the service names whole (`--data-dir /data` over `/data/pki`): the
+        # container's directory holds the volume at that place.
+        for target, local in self.mounts(name):
+            link = os.path.join(self.root, "containers", name) + target
+            if not os.path.lexists(link):
+                os.makedirs(os.path.dirname(link), exist_ok=True)
+                os.symlink(local, link)
+        super().start(name)
+
     def port_for(self, name: str, port: str | None) -> int | None:
         for owner in (name, LB):
             if (owner, port) in self.ports:
@@ -200,6 +210,7 @@ def ha_stack(starts_processes) -> Iterator[HAStack]:
     root = tempfile.mkdtemp(prefix="dramock-compose-ha-", dir="/tmp")
     try:
         s = HAStack(COMPOSE, root, pg.url)
+        assert all((LB, p) in s.ports for p in PORTS), f"{LB} must publish the plain and the secure port"
         lb = LoadBalancer({s.local_port(LB, p): [s.local_port(r, p) for r in REPLICAS] for p in PORTS})
         try:
             with s.explained():
