@@ -11,6 +11,7 @@ ENV PYTHONUNBUFFERED=1 \
 # A non-root user owning every directory a component writes. Named volumes mounted on these paths start as a
 # copy of them, ownership included, so the user can write there too:
 #   /data                               the API server's SQLite database and pki/ (CA, keys) (--data-dir)
+#   /data/pki                           the same, for a volume of its own (the ha profile's API servers share one)
 #   /etc/dramock                        the components' kubeconfigs (docker-compose.yml)
 #   /var/lib/kubelet/plugins_registry   registration sockets the kubelet shim watches
 #   /var/lib/kubelet/plugins            DRA driver endpoints (<driver>/dra.sock)
@@ -18,7 +19,7 @@ ENV PYTHONUNBUFFERED=1 \
 RUN groupadd --system --gid 10001 dramock \
  && useradd --system --uid 10001 --gid dramock --home-dir /home/dramock --create-home \
         --shell /usr/sbin/nologin dramock \
- && mkdir -p /data /etc/dramock /var/lib/kubelet/plugins_registry /var/lib/kubelet/plugins /var/lib/kubelet/cdi \
+ && mkdir -p /data/pki /etc/dramock /var/lib/kubelet/plugins_registry /var/lib/kubelet/plugins /var/lib/kubelet/cdi \
  && chown -R dramock:dramock /data /etc/dramock /var/lib/kubelet
 
 # Only what `pip install .` needs (with psycopg, for --database-url postgresql+psycopg://…) (pyproject names README.md as the readme); the build tree is dropped after.

@@ -569,6 +569,7 @@ def test_each_node_driver_shares_its_kubelets_plugin_dirs():
             assert used.setdefault(vol[0], node) == node, f"volume {vol[0]} is shared by two nodes"
 
 
+@pytest.mark.e2e  # runs the docker-compose binary when there is one
 def test_plain_port_stays_on_the_host_and_the_secure_port_names_the_stack():
     """What local processes cannot show: the superuser's plain port is published on the host's loopback only, and
     the serving certificate names the host the components reach the secure port by (`dramock kubeconfig --server
