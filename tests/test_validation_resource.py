@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from dramock.schemas.featuregates import FeatureGates
-from dramock.schemas.validation import resource as rv
 from dramock.schemas.validation import (
     validate_device_class,
     validate_device_class_update,
@@ -32,6 +31,7 @@ from dramock.schemas.validation import (
     validate_resource_slice,
     validate_resource_slice_update,
 )
+from dramock.schemas.validation.resource import cel as rv_cel
 
 BAD_NAME = "!@#$%^"
 LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
@@ -1196,7 +1196,7 @@ def fake_cel(monkeypatch: pytest.MonkeyPatch) -> list[str]:
             raise FakeCELCompileError("compilation failed: ERROR: <input>:1:1: undeclared reference to 'bad'")
         return types.SimpleNamespace(max_cost=2_000_000 if "costly" in expr else 10)
 
-    monkeypatch.setattr(rv, "_cel", types.SimpleNamespace(compile=compile_, CELCompileError=FakeCELCompileError))
+    monkeypatch.setattr(rv_cel, "_cel", types.SimpleNamespace(compile=compile_, CELCompileError=FakeCELCompileError))
     return compiled
 
 
@@ -1243,8 +1243,8 @@ def test_cel_cost_exceeded_and_options(monkeypatch: pytest.MonkeyPatch) -> None:
             raise FakeCELCostExceeded("too complex")
         return object()
 
-    monkeypatch.setattr(rv, "_cel", types.SimpleNamespace(compile=compile_, CELCompileError=FakeCELCompileError,
-                                                          CELCostExceeded=FakeCELCostExceeded))
+    monkeypatch.setattr(rv_cel, "_cel", types.SimpleNamespace(compile=compile_, CELCompileError=FakeCELCompileError,
+                                                              CELCostExceeded=FakeCELCostExceeded))
     errs = validate_resource_claim(ex(selectors=[{"cel": {"expression": "costly"}}]))
     assert errs == [{"reason": FORB, "field": EX + ".selectors[0].cel.expression",
                      "message": "Forbidden: too complex, exceeds cost limit"}]
@@ -1260,7 +1260,7 @@ def test_cel_error_message_attribute(monkeypatch: pytest.MonkeyPatch) -> None:
         e.message = "compilation failed: ERROR: <input>:1:2: Syntax error: mismatched input"
         raise e
 
-    monkeypatch.setattr(rv, "_cel", types.SimpleNamespace(compile=compile_, CELCompileError=FakeCELCompileError))
+    monkeypatch.setattr(rv_cel, "_cel", types.SimpleNamespace(compile=compile_, CELCompileError=FakeCELCompileError))
     errs = validate_device_class(device_class(selectors=[{"cel": {"expression": "1 +"}}]))
     assert errs[0]["message"] == ('Invalid value: "1 +": compilation failed: ERROR: <input>:1:2: Syntax error: '
                                   "mismatched input")
@@ -1277,11 +1277,11 @@ def test_cel_other_exceptions_propagate(monkeypatch: pytest.MonkeyPatch) -> None
     def compile_(expr: str) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(rv, "_cel", types.SimpleNamespace(compile=compile_, CELCompileError=FakeCELCompileError))
+    monkeypatch.setattr(rv_cel, "_cel", types.SimpleNamespace(compile=compile_, CELCompileError=FakeCELCompileError))
     with pytest.raises(RuntimeError):
         validate_resource_claim(ex(selectors=[{"cel": {"expression": "x"}}]))
 
 
 def test_cel_module_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rv, "_cel", None)
+    monkeypatch.setattr(rv_cel, "_cel", None)
     assert validate_resource_claim(ex(selectors=[{"cel": {"expression": "anything ("}}])) == []

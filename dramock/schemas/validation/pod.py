@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dramock.schemas.validation.resource import (
+from dramock.schemas.validation.field import (
     Cause,
     Obj,
     _dict,
@@ -24,11 +24,10 @@ from dramock.schemas.validation.resource import (
     index,
     invalid_raw,
     invalid_value,
-    is_dns1123_subdomain,
     not_found,
     required,
-    validate_dns1123_label,
 )
+from dramock.schemas.validation.names import is_dns1123_subdomain, validate_dns1123_label
 
 CONTAINER_KINDS = ("containers", "initContainers", "ephemeralContainers")
 

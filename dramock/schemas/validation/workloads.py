@@ -4,12 +4,8 @@ Indexed Jobs with completions, and the fields that may not change after creation
 
 from __future__ import annotations
 
-from typing import Any
-
 from dramock.schemas import labelselector
-from dramock.schemas.validation.field import Cause, cause, forbidden, invalid_value, required, semantic_equal
-
-Obj = dict[str, Any]
+from dramock.schemas.validation.field import Cause, Obj, cause, forbidden, invalid_value, required, semantic_equal
 
 
 def _go_map(labels: Obj) -> str:
