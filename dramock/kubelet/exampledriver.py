@@ -49,13 +49,12 @@ import signal
 import sys
 import uuid
 from dataclasses import asdict, dataclass, fields
-from datetime import datetime, timezone
 from typing import Any
 
 import aiohttp
 import grpc
 
-from dramock import configure_logging
+from dramock import configure_logging, timefmt
 from dramock.client.rest import APIStatusError, Client, resource_path
 from dramock.client.retry import retry_on_conflict
 from dramock.kubelet import sockets
@@ -281,9 +280,6 @@ class _Registration(pluginregistration_v1_pb2_grpc.RegistrationServicer):
         return pluginregistration_v1_pb2.RegistrationStatusResponse()
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
 
 class ExampleDriver:
     """The node-local half of the driver: prepare/unprepare (CDI files, claim device status)."""
@@ -363,7 +359,7 @@ class ExampleDriver:
 
     async def _write_device_status(self, claim: Obj, results: list[Obj]) -> None:
         """Replace this driver's entries of status.devices (best effort; a conflict is retried)."""
-        now = _now()
+        now = timefmt.now()
         ours = []
         for r in results:
             # Conditions set before (the attach's binding conditions) stay beside Ready.
@@ -487,7 +483,7 @@ class Attacher:
             self.attempts[uid] = attempt = self.attempts.get(uid, 0) + 1
             failures = int(self._setting(current, "attach-failures", self.config.attach_failures))
             failed = attempt <= failures
-            now = _now()
+            now = timefmt.now()
             status = current["status"]
             devices = list(status.get("devices") or [])
             for r in results:
