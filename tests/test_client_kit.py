@@ -122,3 +122,38 @@ def test_retry_on_conflict_against_the_server(apiserver: Server):
             await client.close()
     out, tries = asyncio.run(run())
     assert tries == 2 and out["data"]["n"] == "11"  # the stale write got a 409; the fresh one won
+
+
+def test_garbage_collector_rediscovery_starts_and_stops_monitors(apiserver: Server):
+    from dramock.controllers.garbagecollector import GarbageCollector
+
+    async def run() -> None:
+        client = Client(apiserver.url, "test-clientkit")
+        stop = asyncio.Event()
+        gc = GarbageCollector(client, ignored=frozenset({("", "events"), ("", "configmaps")}))
+        try:
+            assert await gc.sync_monitors(stop) is True
+            watched = {r.group_resource for r in gc.kinds}
+            assert ("", "configmaps") not in watched and ("rbac.authorization.k8s.io", "roles") in watched
+            assert ("", "events") not in watched and ("", "pods") in watched
+            assert ("authorization.k8s.io", "selfsubjectaccessreviews") not in watched  # no list/watch/delete
+            assert await gc.sync_monitors(stop) is False  # nothing new
+            gc.ignored = frozenset()
+            assert await gc.sync_monitors(stop) is True
+            cms = next(m for m in gc.monitors.values() if m.resource.group_resource == ("", "configmaps"))
+            await asyncio.wait_for(cms.informer.synced.wait(), 30)
+            gc.ignored = frozenset({("", "configmaps")})
+            assert await gc.sync_monitors(stop) is True
+            assert ("", "configmaps") not in {r.group_resource for r in gc.kinds}
+            assert cms.task is not None
+            await asyncio.gather(cms.task, return_exceptions=True)
+            assert cms.task.done()
+        finally:
+            stop.set()
+            for m in gc.monitors.values():
+                if m.task is not None:
+                    m.task.cancel()
+            await asyncio.gather(*(m.task for m in gc.monitors.values() if m.task is not None),
+                                 return_exceptions=True)
+            await client.close()
+    asyncio.run(run())

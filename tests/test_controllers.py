@@ -253,6 +253,18 @@ def test_dependent_of_a_discovered_kind_is_collected(serve: Server, ns: str):
     wait_for(lambda: get(serve, cm_path(ns, "of-role")) is None, what="ConfigMap owned by the Role collected")
 
 
+def test_namespace_deletion_empties_the_kinds_discovery_lists(serve: Server):
+    ns = make_ns(serve, "nsdel")
+    create(serve, f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+           {"metadata": {"name": "r", "namespace": ns}, "rules": []})
+    create(serve, cm_path(ns), configmap(ns, "cm"))
+    create(serve, f"/api/v1/namespaces/{ns}/services",  # no deletecollection: deleted one by one
+           {"metadata": {"name": "svc", "namespace": ns}, "spec": {"ports": [{"port": 80}]}})
+    serve.kubectl("delete", "namespace", ns, "--wait=false")
+    wait_for(lambda: get(serve, f"/api/v1/namespaces/{ns}") is None, 30, what="namespace emptied and finalized")
+    assert get(serve, f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles/r") is None
+
+
 def test_dependent_created_for_missing_owner_is_collected(serve: Server, ns: str):
     ghost = {"metadata": {"name": "ghost", "uid": str(uuid.uuid4())}}
     create(serve, cm_path(ns), configmap(ns, "stray", [ghost]))

@@ -5,7 +5,16 @@ supports list, watch and delete, less the ignored ones (events). It discovers ag
 (30 s, as upstream) and starts or stops watching what was added or removed. It keeps a graph of owners and
 dependents, and acts only through the API:
 
+- an object whose owners are all gone (no object with that uid) is deleted, with the propagation policy its
+  own `orphan` / `foregroundDeletion` finalizer asks for, else Background; owners that are gone are verified
+  with a live GET before anything is deleted;
+- an owner being deleted in the foreground (`foregroundDeletion` finalizer) has its dependents deleted and
+  keeps the finalizer until no dependent with `blockOwnerDeletion` is left; then the finalizer is removed;
+- an owner being deleted with `orphan` has the ownerReferences to it removed from its dependents, then the
   `orphan` finalizer is removed.
+
+An ownerReference is resolved to a resource through the same discovery (group and kind; an owner of a kind
+the server does not serve is never taken for gone).
 """
 
 from __future__ import annotations
