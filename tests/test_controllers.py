@@ -230,6 +230,41 @@ def test_background_deletion_collects_dependents(serve: Server, ns: str):
              == ["other"], what="dangling ownerReference removed")
 
 
+def test_dependent_of_a_discovered_kind_is_collected(serve: Server, ns: str):
+    # The collector names no kind; it watches what discovery lists, here an rbac Role owned by a ConfigMap.
+    owner = create(serve, cm_path(ns), configmap(ns, "role-owner"))
+    roles = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles"
+    create(serve, roles, {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                          "metadata": {"name": "owned", "namespace": ns, "ownerReferences": [
+                              {"apiVersion": "v1", "kind": "ConfigMap", "name": "role-owner",
+                               "uid": owner["metadata"]["uid"]}]},
+                          "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]})
+    create(serve, roles, {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                          "metadata": {"name": "unowned", "namespace": ns}, "rules": []})
+    serve.kubectl("delete", "configmap", "role-owner", "-n", ns)
+    wait_for(lambda: get(serve, f"{roles}/owned") is None, what="Role owned by the ConfigMap collected")
+    # and a ConfigMap owned by a Role: owners are resolved through discovery too
+    role = get(serve, f"{roles}/unowned")
+    create(serve, cm_path(ns), {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": "of-role", "namespace": ns, "ownerReferences": [
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "name": "unowned",
+             "uid": role["metadata"]["uid"]}]}})
+    serve.kubectl("delete", "role", "unowned", "-n", ns)
+    wait_for(lambda: get(serve, cm_path(ns, "of-role")) is None, what="ConfigMap owned by the Role collected")
+
+
+def test_namespace_deletion_empties_the_kinds_discovery_lists(serve: Server):
+    ns = make_ns(serve, "nsdel")
+    create(serve, f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+           {"metadata": {"name": "r", "namespace": ns}, "rules": []})
+    create(serve, cm_path(ns), configmap(ns, "cm"))
+    create(serve, f"/api/v1/namespaces/{ns}/services",  # no deletecollection: deleted one by one
+           {"metadata": {"name": "svc", "namespace": ns}, "spec": {"ports": [{"port": 80}]}})
+    serve.kubectl("delete", "namespace", ns, "--wait=false")
+    wait_for(lambda: get(serve, f"/api/v1/namespaces/{ns}") is None, 30, what="namespace emptied and finalized")
+    assert get(serve, f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles/r") is None
+
+
 def test_dependent_created_for_missing_owner_is_collected(serve: Server, ns: str):
     ghost = {"metadata": {"name": "ghost", "uid": str(uuid.uuid4())}}
     create(serve, cm_path(ns), configmap(ns, "stray", [ghost]))

@@ -8,9 +8,9 @@ never special-cases a kind itself.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
+from dramock import timefmt
 from dramock.jsonvalue import clone
 from dramock.schemas import defaults
 from dramock.schemas import validation as semantic
@@ -237,7 +237,7 @@ class DeviceTaintRuleStrategy(Strategy):
         # client changed it itself (seconds resolution, as the wire format keeps).
         if isinstance(taint, dict) and taint.get("effect") != old_taint.get("effect") \
                 and taint.get("timeAdded") == old_taint.get("timeAdded"):
-            taint["timeAdded"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            taint["timeAdded"] = timefmt.now()
         super().prepare_for_update(new, old)
 
     def allow_unconditional_update(self) -> bool:

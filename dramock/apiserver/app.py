@@ -25,7 +25,7 @@ from prometheus_client import (
     generate_latest,
 )
 
-from dramock import errors
+from dramock import errors, timefmt
 from dramock.admission import strategy as strategies
 from dramock.admission.chain import SYSTEM_NAMESPACES, Admission
 from dramock.apiserver import authfilter as gate
@@ -38,7 +38,6 @@ from dramock.apiserver.rest import (
     Rest,
     Result,
     meta,
-    now_rfc3339,
     stamp_resource_version,
 )
 from dramock.apiserver.watch import WatchHandler
@@ -540,7 +539,7 @@ class APIServer:
         pod["spec"]["nodeName"] = target
         conditions = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") != "PodScheduled"]
         conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-                           "lastTransitionTime": now_rfc3339()})
+                           "lastTransitionTime": timefmt.now()})
         pod.setdefault("status", {})["conditions"] = conditions
         # The nomination (set while PreBind waited, e.g. for binding conditions) is over once the pod is bound
         # (upstream's ClearingNominatedNodeNameAfterBinding).

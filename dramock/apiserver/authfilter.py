@@ -3,12 +3,11 @@ authorization of resource and non-resource requests, the bootstrap RBAC policy a
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
 
 from aiohttp import web
 
-from dramock import errors
+from dramock import errors, timefmt
 from dramock.apiserver import codec
 from dramock.apiserver.rest import Call, Result
 from dramock.auth import bootstrap_policy
@@ -104,11 +103,11 @@ def token_request(security: Security, store, call: Call, body: bytes, content_ty
                                           pod, node)
     out_spec = {"audiences": list(spec.get("audiences") or security.issuer.audiences),
                 "expirationSeconds": seconds, **({"boundObjectRef": ref} if ref else {})}
-    created = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    created = timefmt.now()
     return Result({"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1",
                    "metadata": {"name": call.name, "namespace": call.namespace, "creationTimestamp": created},
                    "spec": out_spec,
-                   "status": {"token": token, "expirationTimestamp": expiry.strftime("%Y-%m-%dT%H:%M:%SZ")}}, 201)
+                   "status": {"token": token, "expirationTimestamp": timefmt.format_time(expiry)}}, 201)
 
 
 def admission_plugins(security: Security) -> list[Any]:

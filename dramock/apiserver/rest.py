@@ -21,7 +21,7 @@ from typing import Any
 
 from multidict import MultiMapping
 
-from dramock import errors
+from dramock import errors, timefmt
 from dramock.admission import strategy as strategies
 from dramock.admission.chain import Admission
 from dramock.apiserver import codec, fieldmanager, params, patch, protobuf, selectors
@@ -49,10 +49,6 @@ _GENERATE_NAME_ATTEMPTS = 8
 
 def _generate_name(prefix: str) -> str:
     return prefix[:_MAX_GENERATED_PREFIX] + "".join(random.choices(_NAME_SUFFIX_ALPHABET, k=_GENERATED_SUFFIX_LENGTH))
-
-
-def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def meta(obj: Obj) -> Obj:
@@ -298,7 +294,7 @@ class Rest:
                   "generation"):
             m.pop(f, None)
         m["uid"] = str(uuid.uuid4())
-        m["creationTimestamp"] = now_rfc3339()
+        m["creationTimestamp"] = timefmt.now()
         strategy.default(obj)
         strategy.prepare_for_create(obj)
         causes = strategy.validate(obj)
@@ -308,7 +304,7 @@ class Rest:
         if manager_op == "Update":
             obj = fieldmanager.track_update(None, obj, manager=call.field_manager, api_version=kind.api_version,
                                             definition=kind.definition, subresource=call.subresource,
-                                            now=now_rfc3339(), reset_fields=_reset_fields(call))
+                                            now=timefmt.now(), reset_fields=_reset_fields(call))
         return PreparedCreate(obj, generated)
 
     def commit_create(self, call: Call, prepared: PreparedCreate) -> Result:
@@ -430,7 +426,7 @@ class Rest:
         if apply_manager is None:
             obj = fieldmanager.track_update(old, obj, manager=call.field_manager, api_version=kind.api_version,
                                             definition=kind.definition, subresource=call.subresource,
-                                            now=now_rfc3339(), reset_fields=_reset_fields(call))
+                                            now=timefmt.now(), reset_fields=_reset_fields(call))
         return PreparedUpdate(obj, old, key, expected, seen)
 
     def commit_update(self, call: Call, prepared: PreparedUpdate) -> Result:
@@ -516,7 +512,7 @@ class Rest:
         live = clone(convert.from_storage(old, kind)) if old is not None else None
         merged = fieldmanager.apply(live, config, manager=call.field_manager, force=force,
                                     api_version=kind.api_version, definition=kind.definition,
-                                    subresource=call.subresource, now=now_rfc3339(),
+                                    subresource=call.subresource, now=timefmt.now(),
                                     reset_fields=_reset_fields(call), name=call.name)
         if old is None:
             if meta(merged).get("name") != call.name:
@@ -572,14 +568,13 @@ class Rest:
                         return self._deleted_result(kind, old)
                     return self._deleted_result(kind, self.store.delete(kind.storage_bucket, key))
             if not m.get("deletionTimestamp"):
-                m["deletionTimestamp"] = (datetime.now(UTC) + timedelta(seconds=grace)).strftime(
-                    "%Y-%m-%dT%H:%M:%SZ")
+                m["deletionTimestamp"] = timefmt.format_time(datetime.now(UTC) + timedelta(seconds=grace))
                 m["deletionGracePeriodSeconds"] = grace
             elif grace < (m.get("deletionGracePeriodSeconds") or 0):
                 # A shorter grace period moves the deletion time back by the difference (upstream's BeforeDelete).
                 when = datetime.strptime(m["deletionTimestamp"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
                 when += timedelta(seconds=grace - m["deletionGracePeriodSeconds"])
-                m["deletionTimestamp"] = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+                m["deletionTimestamp"] = timefmt.format_time(when)
                 m["deletionGracePeriodSeconds"] = grace
             if kind.plural == "namespaces":
                 obj.setdefault("status", {})["phase"] = "Terminating"

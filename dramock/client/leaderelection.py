@@ -20,9 +20,9 @@ import time
 import uuid
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
+from dramock import timefmt
 from dramock.client.rest import APIStatusError, Client, Obj, resource_path
 
 log = logging.getLogger("dramock.leaderelection")
@@ -100,9 +100,6 @@ def parse_duration(text: str) -> float:
     return total
 
 
-def _micro_time() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
 
 class LeaderElector:
     def __init__(self, client: Client, config: LeaderElectionConfig):
@@ -156,7 +153,7 @@ class LeaderElector:
             lease = await self.client.request("GET", f"{self.path}/{self.config.resource_name}")
             if lease.get("spec", {}).get("holderIdentity") != self.config.identity:
                 return
-            lease["spec"].update({"holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": _micro_time()})
+            lease["spec"].update({"holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": timefmt.now_micro()})
             await self.client.request("PUT", f"{self.path}/{self.config.resource_name}", lease)
             log.info("released lease %s/%s", self.config.resource_namespace, self.config.resource_name)
         except (APIStatusError, OSError, asyncio.TimeoutError) as e:
@@ -165,7 +162,7 @@ class LeaderElector:
 
     async def _try_acquire_or_renew(self) -> bool:
         name, me = self.config.resource_name, self.config.identity
-        now = _micro_time()
+        now = timefmt.now_micro()
         mine = {"holderIdentity": me, "leaseDurationSeconds": max(1, round(self.config.lease_duration)),
                 "acquireTime": now, "renewTime": now, "leaseTransitions": 0}
         try:

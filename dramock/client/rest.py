@@ -134,12 +134,15 @@ class Client:
             await self._session.close()
 
     async def request(self, method: str, path: str, body: Any = None, params: dict[str, str] | None = None,
-                      content_type: str = "application/json") -> Obj:
+                      content_type: str = "application/json", accept: str | None = None) -> Obj:
         s = await self.session()
         url = self.server + path + (("?" + urlencode(params)) if params else "")
         data = fastjson.dumpb(body) if body is not None else None
+        headers = {"Content-Type": content_type}
+        if accept:
+            headers["Accept"] = accept
         for attempt in range(MAX_RETRIES + 1):
-            async with s.request(method, url, data=data, headers={"Content-Type": content_type},
+            async with s.request(method, url, data=data, headers=headers,
                                  timeout=aiohttp.ClientTimeout(total=60)) as r:
                 raw = await r.read()
                 payload = fastjson.loads(raw) if raw else {}

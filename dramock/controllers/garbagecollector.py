@@ -1,7 +1,9 @@
 """Garbage collector (ownerReferences), as kube-controller-manager's pkg/controller/garbagecollector.
 
-It watches every kind that can be listed, watched and deleted, keeps a graph of owners and dependents, and
-acts only through the API:
+It finds the kinds to watch through discovery, as upstream's does: every resource the server serves that
+supports list, watch and delete, less the ignored ones (events). It discovers again every `resync_period`
+(30 s, as upstream) and starts or stops watching what was added or removed. It keeps a graph of owners and
+dependents, and acts only through the API:
 
 - an object whose owners are all gone (no object with that uid) is deleted, with the propagation policy its
   own `orphan` / `foregroundDeletion` finalizer asks for, else Background; owners that are gone are verified
@@ -10,31 +12,40 @@ acts only through the API:
   keeps the finalizer until no dependent with `blockOwnerDeletion` is left; then the finalizer is removed;
 - an owner being deleted with `orphan` has the ownerReferences to it removed from its dependents, then the
   `orphan` finalizer is removed.
+
+An ownerReference is resolved to a resource through the same discovery (group and kind; an owner of a kind
+the server does not serve is never taken for gone).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from dramock.client.informer import WorkQueue, run_worker, shared_informer
-from dramock.client.rest import APIStatusError, Client, resource_path
-from dramock.schemas import registry
-from dramock.schemas.registry import Kind
+import aiohttp
+
+from dramock.client.discovery import APIResource, server_preferred_resources
+from dramock.client.informer import Informer, WorkQueue, run_worker, shared_informer
+from dramock.client.rest import APIStatusError, Client
+from dramock.client.retry import retry_on_conflict
 
 log = logging.getLogger("dramock.controllers.garbagecollector")
 
 Obj = dict[str, Any]
 ORPHAN = "orphan"
 FOREGROUND = "foregroundDeletion"
+RESYNC_PERIOD = 30.0  # upstream's garbage collector re-reads discovery every 30 s
+# upstream's garbagecollector.DefaultIgnoredResources: events of both groups
+IGNORED_RESOURCES: frozenset[tuple[str, str]] = frozenset({("", "events"), ("events.k8s.io", "events")})
 
 
 @dataclass
 class Node:
     uid: str
-    kind: Kind
+    kind: APIResource
     namespace: str | None
     name: str
     owners: list[Obj] = field(default_factory=list)
@@ -46,72 +57,116 @@ class Node:
         return self.deleting and FOREGROUND in self.finalizers
 
 
-def gc_kinds() -> list[Kind]:
-    """One entry per stored resource that supports list, watch and delete (events are stored once)."""
-    seen: set[str] = set()
-    out = []
-    for k in registry.STORED_KINDS:
-        if not {"list", "watch", "delete"} <= set(k.verbs) or k.storage_bucket in seen:
-            continue
-        seen.add(k.storage_bucket)
-        out.append(k)
-    return out
+def gc_resources(resources: list[APIResource],
+                 ignored: frozenset[tuple[str, str]] = IGNORED_RESOURCES) -> list[APIResource]:
+    """The discovered resources the collector watches: those that support list, watch and delete."""
+    return [r for r in resources if r.supports("list", "watch", "delete") and r.group_resource not in ignored]
 
 
-def owner_kind(ref: Obj) -> Kind | None:
-    """The kind an ownerReference names, in any served version of its group."""
-    group = ref.get("apiVersion", "").rpartition("/")[0]
-    for k in registry.STORED_KINDS:
-        if k.group == group and k.kind == ref.get("kind"):
-            return k
-    return None
+def object_path(kind: APIResource, namespace: str | None, name: str, subresource: str = "") -> str:
+    return kind.path(namespace, name, subresource)
 
 
-def object_path(kind: Kind, namespace: str | None, name: str, subresource: str = "") -> str:
-    return resource_path(kind.group, kind.version, kind.plural, namespace if kind.namespaced else None, name,
-                         subresource)
+@dataclass
+class Monitor:
+    """The informer of one watched resource and the task running it."""
+
+    resource: APIResource
+    informer: Informer
+    task: asyncio.Task | None = None
 
 
 class GarbageCollector:
-    def __init__(self, client: Client, workers: int = 4):
+    def __init__(self, client: Client, workers: int = 4, resync_period: float = RESYNC_PERIOD,
+                 ignored: frozenset[tuple[str, str]] = IGNORED_RESOURCES):
         self.client = client
         self.workers = workers
-        self.kinds = gc_kinds()
-        self.informers = []
-        for k in self.kinds:
-            inf = shared_informer(client, resource_path(k.group, k.version, k.plural))
-            inf.add_handler(self._handler(k))
-            self.informers.append(inf)
+        self.resync_period = resync_period
+        self.ignored = ignored
+        self.monitors: dict[tuple[str, str, str], Monitor] = {}  # (group, version, resource) -> its monitor
+        self.kinds_by_name: dict[tuple[str, str], APIResource] = {}  # (group, kind) -> resource: a REST mapper
+        self._handled: set[Informer] = set()  # the informers this collector has added its handler to
         self.nodes: dict[str, Node] = {}
         self.dependents: dict[str, set[str]] = {}
         self.attempt_to_delete = WorkQueue()
         self.attempt_to_orphan = WorkQueue()
 
+    @property
+    def kinds(self) -> list[APIResource]:
+        return [m.resource for m in self.monitors.values()]
+
+    async def sync_monitors(self, stop: asyncio.Event) -> bool:
+        """Discover the served resources; watch the new ones, stop watching the gone ones. True when the set
+        changed."""
+        resources = await server_preferred_resources(self.client)
+        self.kinds_by_name = {(r.group, r.kind): r for r in resources}
+        wanted = {(r.group, r.version, r.resource): r for r in gc_resources(resources, self.ignored)}
+        changed = False
+        for key in [k for k in self.monitors if k not in wanted]:
+            m = self.monitors.pop(key)
+            if m.task is not None:
+                m.task.cancel()
+            changed = True
+            log.info("garbage collector: no longer watching %s", m.resource.api_version + "/" + m.resource.resource)
+        for key, r in wanted.items():
+            if key in self.monitors:
+                continue
+            inf = shared_informer(self.client, r.path())
+            if inf not in self._handled:
+                handler = self._handler(r)
+                inf.add_handler(handler)
+                self._handled.add(inf)
+                # A shared informer another controller already runs has objects this handler has not seen.
+                for obj in list(inf.cache.values()):
+                    handler("ADDED", obj, None)
+            m = Monitor(r, inf)
+            m.task = asyncio.create_task(inf.run(stop))
+            self.monitors[key] = m
+            changed = True
+        return changed
+
     async def run(self, stop: asyncio.Event) -> None:
-        tasks = [asyncio.create_task(i.run(stop)) for i in self.informers]
+        tasks: list[asyncio.Task] = []
         try:
+            while not stop.is_set():
+                try:
+                    await self.sync_monitors(stop)
+                    break
+                except (APIStatusError, aiohttp.ClientError, asyncio.TimeoutError, OSError) as e:
+                    log.info("garbage collector: discovery failed (%s); retrying", e)
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await asyncio.wait_for(stop.wait(), 1.0)
             # As upstream, act only on a complete graph.
-            await asyncio.gather(*(i.synced.wait() for i in self.informers))
-            log.debug("garbage collector synced %d kinds", len(self.informers))
+            await asyncio.gather(*(m.informer.synced.wait() for m in list(self.monitors.values())))
+            log.debug("garbage collector synced %d kinds", len(self.monitors))
             tasks += [asyncio.create_task(run_worker(self.attempt_to_delete, self._attempt_to_delete, stop,
                                                      "garbagecollector"))
                       for _ in range(self.workers)]
             tasks.append(asyncio.create_task(run_worker(self.attempt_to_orphan, self._attempt_to_orphan, stop,
                                                         "garbagecollector-orphan")))
-            await stop.wait()
+            while not stop.is_set():
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(stop.wait(), self.resync_period)
+                if stop.is_set():
+                    break
+                try:
+                    await self.sync_monitors(stop)
+                except (APIStatusError, aiohttp.ClientError, asyncio.TimeoutError, OSError) as e:
+                    log.info("garbage collector: rediscovery failed (%s)", e)
         finally:
+            tasks += [m.task for m in self.monitors.values() if m.task is not None]
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
     # ---------------------------------------------------------------- graph
 
-    def _handler(self, kind: Kind):
+    def _handler(self, kind: APIResource):
         def handle(type_: str, obj: Obj, _old: Obj | None) -> None:
             self._process(kind, type_, obj)
         return handle
 
-    def _process(self, kind: Kind, type_: str, obj: Obj) -> None:
+    def _process(self, kind: APIResource, type_: str, obj: Obj) -> None:
         m = obj["metadata"]
         uid = m.get("uid", "")
         old = self.nodes.get(uid)
@@ -166,7 +221,7 @@ class GarbageCollector:
 
     # ---------------------------------------------------------------- attempt to delete
 
-    async def _get(self, kind: Kind, namespace: str | None, name: str) -> Obj | None:
+    async def _get(self, kind: APIResource, namespace: str | None, name: str) -> Obj | None:
         try:
             return await self.client.request("GET", object_path(kind, namespace, name))
         except APIStatusError as e:
@@ -176,7 +231,7 @@ class GarbageCollector:
 
     async def _classify(self, namespace: str | None, ref: Obj) -> str:
         """"solid", "dangling" or "waiting" (the owner is deleting its dependents in the foreground)."""
-        kind = owner_kind(ref)
+        kind = self.kinds_by_name.get((ref.get("apiVersion", "").rpartition("/")[0], ref.get("kind", "")))
         if kind is None:
             return "solid"  # cannot be resolved: never delete on a guess
         if kind.namespaced and not namespace:
@@ -269,7 +324,8 @@ class GarbageCollector:
 
     async def _remove_finalizer(self, node: Node, finalizer: str) -> None:
         path = object_path(node.kind, node.namespace, node.name)
-        for _ in range(5):
+
+        async def attempt() -> None:
             obj = await self._get(node.kind, node.namespace, node.name)
             if obj is None or obj["metadata"].get("uid") != node.uid:
                 return
@@ -279,15 +335,13 @@ class GarbageCollector:
             obj["metadata"]["finalizers"] = [f for f in fins if f != finalizer]
             try:
                 await self.client.request("PUT", path, obj)
-                log.info("%s %s/%s: removed finalizer %s", node.kind.kind, node.namespace or "", node.name,
-                         finalizer)
-                return
             except APIStatusError as e:
                 if e.code == 404:
                     return
-                if e.code != 409:
-                    raise
-        raise RuntimeError(f"could not remove finalizer {finalizer} from {node.name}: conflicts")
+                raise
+            log.info("%s %s/%s: removed finalizer %s", node.kind.kind, node.namespace or "", node.name, finalizer)
+
+        await retry_on_conflict(attempt)
 
     # ---------------------------------------------------------------- orphan
 
@@ -304,7 +358,8 @@ class GarbageCollector:
 
     async def _drop_owner_reference(self, dep: Node, owner_uid: str) -> None:
         path = object_path(dep.kind, dep.namespace, dep.name)
-        for _ in range(5):
+
+        async def attempt() -> None:
             obj = await self._get(dep.kind, dep.namespace, dep.name)
             if obj is None or obj["metadata"].get("uid") != dep.uid:
                 return
@@ -318,10 +373,8 @@ class GarbageCollector:
                 obj["metadata"].pop("ownerReferences", None)
             try:
                 await self.client.request("PUT", path, obj)
-                return
             except APIStatusError as e:
-                if e.code == 404:
-                    return
-                if e.code != 409:
+                if e.code != 404:
                     raise
-        raise RuntimeError(f"could not orphan {dep.name}: conflicts")
+
+        await retry_on_conflict(attempt)

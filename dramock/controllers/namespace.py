@@ -1,7 +1,9 @@
 """Namespace controller: a namespace being deleted has its contents deleted, then disappears.
 
-Like upstream's, it acts only through the API: DeleteCollection of every namespaced kind in the namespace,
-wait until nothing is left, then remove the `kubernetes` finalizer through /finalize.
+Like upstream's, it acts only through the API: it discovers the namespaced resources the server serves (at
+every namespace it empties, as upstream's deleter does), deletes the namespace's collection of each (one by
+one where deletecollection is not supported), waits until nothing is left, then removes the `kubernetes`
+finalizer through /finalize.
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ import contextlib
 import logging
 from typing import Any
 
+from dramock.client.discovery import APIResource, server_preferred_resources
 from dramock.client.informer import list_and_watch
 from dramock.client.rest import APIStatusError, Client, resource_path
-from dramock.schemas import registry
 
 log = logging.getLogger("dramock.controllers.namespace")
 
@@ -55,6 +57,11 @@ class NamespaceController:
             else:
                 asyncio.get_running_loop().call_later(1.0, self.queue.put_nowait, name)
 
+    async def deletable_resources(self) -> list[APIResource]:
+        """The namespaced resources the server serves that can be listed and deleted."""
+        return [r for r in await server_preferred_resources(self.client)
+                if r.namespaced and r.supports("list", "delete")]
+
     async def _sync(self, name: str) -> bool:
         """Delete what is left in the namespace; finalize it once empty. True when finished."""
         try:
@@ -66,12 +73,9 @@ class NamespaceController:
         if FINALIZER not in (ns.get("spec") or {}).get("finalizers", []):
             return True
         remaining = 0
-        for kind in registry.KINDS:
-            if not kind.namespaced or not {"list", "delete"} <= set(kind.verbs) or \
-                    (kind.group == "events.k8s.io"):  # stored with core events
-                continue
-            path = resource_path(kind.group, kind.version, kind.plural, namespace=name)
-            if "deletecollection" in kind.verbs:
+        for kind in await self.deletable_resources():
+            path = kind.path(namespace=name)
+            if kind.supports("deletecollection"):
                 await self.client.request("DELETE", path)
             else:  # e.g. services: one by one, as upstream's namespace deleter does
                 for item in (await self.client.request("GET", path)).get("items", []):

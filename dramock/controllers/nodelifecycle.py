@@ -11,9 +11,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from datetime import datetime, timezone
 from typing import Any
 
+from dramock import timefmt
 from dramock.client.informer import cancel_all, shared_informer
 from dramock.client.rest import APIStatusError, Client, resource_path
 
@@ -26,16 +26,8 @@ GRACE_PERIOD = 50.0  # --node-monitor-grace-period (1.32+ default)
 MONITOR_PERIOD = 5.0  # --node-monitor-period
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _ts(value: str | None) -> float:
-    if not value:
-        return 0.0
-    with contextlib.suppress(ValueError):
-        return datetime.strptime(value[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
-    return 0.0
+    return timefmt.parse_seconds(value) or 0.0
 
 
 class NodeLifecycleController:
@@ -78,7 +70,7 @@ class NodeLifecycleController:
         stale = time.time() - self._last_heartbeat(node) > self.grace_period and \
             time.monotonic() - seen > self.grace_period  # a restarted controller gives kubelets a grace period
         if stale and ready is not None and ready.get("status") != "Unknown":
-            now = _now()
+            now = timefmt.now()
             updated = [dict(c, status="Unknown", reason="NodeStatusUnknown",
                             message="Kubelet stopped posting node status.", lastTransitionTime=now)
                        for c in conditions]
@@ -96,6 +88,6 @@ class NodeLifecycleController:
             return
         kept = [t for t in taints if t not in ours]
         if want:
-            kept.append({"key": want, "effect": "NoExecute", "timeAdded": _now()})
+            kept.append({"key": want, "effect": "NoExecute", "timeAdded": timefmt.now()})
         await self.client.request("PATCH", resource_path("", "v1", "nodes", name=name),
                                   {"spec": {"taints": kept or None}}, content_type="application/merge-patch+json")

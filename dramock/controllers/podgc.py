@@ -23,9 +23,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from datetime import datetime, timezone
 from typing import Any
 
+from dramock import timefmt
 from dramock.client.informer import cancel_all, shared_informer
 from dramock.client.rest import APIStatusError, Client, resource_path
 
@@ -39,16 +39,6 @@ QUARANTINE = 40.0  # upstream's quarantineTime: a node missing this long is real
 FIELD_MANAGER = "PodGC"
 
 
-def now_time() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _ts(value: str | None) -> float | None:
-    if not value:
-        return None
-    with contextlib.suppress(ValueError):
-        return datetime.strptime(value[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
-    return None
 
 
 def node_ready(node: Obj) -> Obj | None:
@@ -129,7 +119,7 @@ class PodGC:
             # Taint eviction: a NoExecute taint the pod does not tolerate (long enough) evicts it.
             for taint in taints:
                 tolerated = tolerated_seconds(pod, taint)
-                added = _ts(taint.get("timeAdded")) or now_w
+                added = timefmt.parse_seconds(taint.get("timeAdded")) or now_w
                 if tolerated is not None and now_w - added >= tolerated:
                     await self._evict(pod)
                     break
@@ -148,7 +138,7 @@ class PodGC:
             status: Obj = {"phase": "Failed"}
             if condition:
                 status["conditions"] = [{"type": "DisruptionTarget", "status": "True", "reason": condition[0],
-                                         "message": condition[1], "lastTransitionTime": now_time()}]
+                                         "message": condition[1], "lastTransitionTime": timefmt.now()}]
             await self._patch_status(pod, {"status": status})
         elif m.get("deletionTimestamp") and m.get("deletionGracePeriodSeconds") == 0:
             return  # already force-deleted; finalizers hold it
@@ -164,7 +154,7 @@ class PodGC:
         log.info("evicting pod %s/%s from NotReady node %s", m["namespace"], m["name"], pod["spec"]["nodeName"])
         await self._patch_status(pod, {"status": {"conditions": [{
             "type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager",
-            "message": "Taint manager: deleting due to NoExecute taint", "lastTransitionTime": now_time()}]}})
+            "message": "Taint manager: deleting due to NoExecute taint", "lastTransitionTime": timefmt.now()}]}})
         with contextlib.suppress(APIStatusError):
             await self.client.request("DELETE", resource_path("", "v1", "pods", m["namespace"], m["name"]),
                                       {"apiVersion": "v1", "kind": "DeleteOptions",

@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import datetime, timezone
 from fractions import Fraction
 from typing import Any
 
 import aiohttp
 
+from dramock import timefmt
 from dramock.client.informer import Informer, WorkQueue, run_worker
 from dramock.client.rest import APIStatusError, Client, resource_path
 from dramock.schemas.quantity import format_like, parse_quantity
@@ -137,7 +137,7 @@ def calculate(request: Obj, slices: list[Obj], claims: list[Obj], rules: list[Ob
     message = f"Calculated status for {len(out)} pools" + (f" ({incomplete} incomplete)" if incomplete else "")
     status: Obj = {"poolCount": count,
                    "conditions": [{"type": "Complete", "status": "True", "reason": "CalculationComplete",
-                                   "message": message, "lastTransitionTime": _now()}]}
+                                   "message": message, "lastTransitionTime": timefmt.now()}]}
     if out:
         status["pools"] = out
     return status
@@ -170,9 +170,6 @@ def _shareable_summary(devices: list[Obj], in_use: set[str], consumed: dict[str,
         summary["capacity"] = capacity
     return summary
 
-
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class ResourcePoolStatusController:

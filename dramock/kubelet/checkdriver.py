@@ -44,6 +44,7 @@ from xml.sax.saxutils import quoteattr
 import aiohttp
 import grpc
 
+from dramock import timefmt
 from dramock.client.rest import APIStatusError, Client, resource_path
 from dramock.kubelet.kubelet import EVENT_DRIVER_REGISTERED, PLUGINS_DIR_ANNOTATION, REGISTRY_DIR_ANNOTATION
 from dramock.kubelet.plugins import (
@@ -410,7 +411,7 @@ class DriverCheck:
         status["devices"] = others + [
             {"driver": self.driver, "pool": pool, "device": device,
              "conditions": [{"type": "Ready", "status": "True", "reason": "Checked", "message": "dramock check",
-                             "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}],
+                             "lastTransitionTime": timefmt.now()}],
              "data": {"checkedBy": "dramock"}}
             for pool, device in sorted(allocated)]
         path = resource_path(*CLAIMS, self.namespace, "check", "status")

@@ -49,14 +49,14 @@ import signal
 import sys
 import uuid
 from dataclasses import asdict, dataclass, fields
-from datetime import datetime, timezone
 from typing import Any
 
 import aiohttp
 import grpc
 
-from dramock import configure_logging
+from dramock import configure_logging, timefmt
 from dramock.client.rest import APIStatusError, Client, resource_path
+from dramock.client.retry import retry_on_conflict
 from dramock.kubelet import sockets
 from dramock.kubelet.kubelet import DEFAULT_ROOT_DIR
 from dramock.kubelet.proto import (
@@ -280,9 +280,6 @@ class _Registration(pluginregistration_v1_pb2_grpc.RegistrationServicer):
         return pluginregistration_v1_pb2.RegistrationStatusResponse()
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
 
 class ExampleDriver:
     """The node-local half of the driver: prepare/unprepare (CDI files, claim device status)."""
@@ -362,7 +359,7 @@ class ExampleDriver:
 
     async def _write_device_status(self, claim: Obj, results: list[Obj]) -> None:
         """Replace this driver's entries of status.devices (best effort; a conflict is retried)."""
-        now = _now()
+        now = timefmt.now()
         ours = []
         for r in results:
             # Conditions set before (the attach's binding conditions) stay beside Ready.
@@ -380,8 +377,16 @@ class ExampleDriver:
             ours.append(entry)
         m = claim["metadata"]
         path = resource_path("resource.k8s.io", "v1", "resourceclaims", m.get("namespace"), m["name"], "status")
-        for _ in range(5):
-            status = claim.setdefault("status", {})
+        current: Obj | None = claim
+
+        async def attempt() -> None:
+            nonlocal current
+            if current is None:  # after a conflict: the claim afresh
+                fresh = await self._get_claim(m.get("namespace", ""), m["name"])
+                if fresh is None or fresh["metadata"]["uid"] != m["uid"]:
+                    return
+                current = fresh
+            status = current.setdefault("status", {})
             others = [d for d in status.get("devices") or [] if d.get("driver") != self.driver]
             if not ours and len(others) == len(status.get("devices") or []):
                 return
@@ -389,16 +394,15 @@ class ExampleDriver:
             if not status["devices"]:
                 del status["devices"]
             try:
-                await self.client.request("PUT", path, claim)
-                return
+                await self.client.request("PUT", path, current)
             except APIStatusError as e:
-                if e.code != 409:
-                    log.warning("claim %s/%s: writing status.devices: %s", m.get("namespace"), m["name"], e)
-                    return
-            fresh = await self._get_claim(m.get("namespace", ""), m["name"])
-            if fresh is None or fresh["metadata"]["uid"] != m["uid"]:
-                return
-            claim = fresh
+                if e.code == 409:
+                    current = None
+                    raise
+                log.warning("claim %s/%s: writing status.devices: %s", m.get("namespace"), m["name"], e)
+
+        with contextlib.suppress(APIStatusError):  # best effort: conflicts until the attempts are spent
+            await retry_on_conflict(attempt)
 
 
 class Attacher:
@@ -463,7 +467,8 @@ class Attacher:
         m = claim["metadata"]
         await asyncio.sleep(self._setting(claim, "attach-delay", self.config.attach_delay_seconds))
         path = resource_path("resource.k8s.io", "v1", "resourceclaims", m.get("namespace"), m["name"])
-        for _ in range(5):
+
+        async def write_once() -> None:
             try:
                 current = await self.client.request("GET", path)
             except APIStatusError:
@@ -478,7 +483,7 @@ class Attacher:
             self.attempts[uid] = attempt = self.attempts.get(uid, 0) + 1
             failures = int(self._setting(current, "attach-failures", self.config.attach_failures))
             failed = attempt <= failures
-            now = _now()
+            now = timefmt.now()
             status = current["status"]
             devices = list(status.get("devices") or [])
             for r in results:
@@ -504,12 +509,14 @@ class Attacher:
             except APIStatusError as e:
                 self.attempts[uid] -= 1
                 if e.code == 409:
-                    continue
+                    raise
                 log.warning("claim %s/%s: writing the attach result: %s", m.get("namespace"), m["name"], e)
                 return
             log.info("driver %s on %s: %s %s/%s", self.driver, self.node, "failed to attach" if failed else "attached",
                      m.get("namespace"), m["name"])
-            return
+
+        with contextlib.suppress(APIStatusError):  # conflicts until the attempts are spent: given up, as before
+            await retry_on_conflict(write_once)
 
 
 def _pinned_to(selector: Obj | None, node: str) -> bool:

@@ -13,10 +13,11 @@ import json
 import logging
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 from aiohttp import web
+
+from dramock import timefmt
 
 log = logging.getLogger("dramock.kubelet.logs")
 Obj = dict[str, Any]
@@ -65,7 +66,7 @@ class ContainerLogs:
 
     def write(self, namespace: str, pod: str, container: str, text: str) -> None:
         entry = self._logs.setdefault((namespace, pod, container), ContainerLog())
-        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f") + "000Z"
+        now = timefmt.now_nano()
         entry.lines.extend((now, line) for line in text.splitlines())
         entry.changed.set()
         entry.changed = asyncio.Event()

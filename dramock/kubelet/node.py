@@ -7,10 +7,9 @@ import contextlib
 import logging
 import platform
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
-from dramock import KUBERNETES_VERSION
+from dramock import KUBERNETES_VERSION, timefmt
 from dramock.client.rest import APIStatusError, Client, resource_path
 
 log = logging.getLogger("dramock.kubelet.node")
@@ -19,12 +18,6 @@ Obj = dict[str, Any]
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 
 
-def now_time() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def now_micro_time() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass
@@ -52,7 +45,7 @@ def node_labels(cfg: NodeConfig) -> dict[str, str]:
 
 def node_status(cfg: NodeConfig, previous: Obj | None = None, not_ready: str = "") -> Obj:
     """The status the kubelet posts; Ready=False with `not_ready` as its message when that is set."""
-    now = now_time()
+    now = timefmt.now()
     ready = "False" if not_ready else "True"
     prev_ready = next((c for c in (previous or {}).get("conditions", []) if c.get("type") == "Ready"), None)
     transition = prev_ready["lastTransitionTime"] if prev_ready and prev_ready.get("status") == ready else now
@@ -127,7 +120,7 @@ class NodeLease:
             return await self._create()
         lease.setdefault("spec", {}).update({"holderIdentity": self.cfg.name,
                                              "leaseDurationSeconds": self.cfg.lease_duration_seconds,
-                                             "renewTime": now_micro_time()})
+                                             "renewTime": timefmt.now_micro()})
         out = await self.client.request("PUT", self._path(self.cfg.name), lease)
         self.renewals += 1
         return out
@@ -140,7 +133,7 @@ class NodeLease:
         body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                 "metadata": {"name": self.cfg.name, "namespace": NODE_LEASE_NAMESPACE, "ownerReferences": owner},
                 "spec": {"holderIdentity": self.cfg.name, "leaseDurationSeconds": self.cfg.lease_duration_seconds,
-                         "renewTime": now_micro_time()}}
+                         "renewTime": timefmt.now_micro()}}
         try:
             out = await self.client.request("POST", self._path(), body)
         except APIStatusError as e:
@@ -166,7 +159,7 @@ class NodeLease:
 
 async def node_event(client: Client, node: str, reason: str, message: str, type_: str = "Normal") -> None:
     """Post an Event about the Node (what `kubectl describe node` lists); best effort."""
-    now = now_time()
+    now = timefmt.now()
     event = {"apiVersion": "v1", "kind": "Event", "metadata": {"generateName": f"{node}.", "namespace": "default"},
              "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": node, "uid": node},
              "reason": reason, "message": message, "type": type_, "source": {"component": "kubelet", "host": node},

@@ -27,15 +27,14 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
+from dramock import timefmt
 from dramock.client.informer import cancel_all, list_and_watch
 from dramock.client.rest import APIStatusError, Client, resource_path
 from dramock.faults import PREPARE_ERROR, PREPARE_TIMEOUT
 from dramock.kubelet.faults import KubeletFaults
 from dramock.kubelet.logs import ContainerLogs, cdi_edits
-from dramock.kubelet.node import now_time
 from dramock.kubelet.plugins import DRAPluginClient, PluginError, PluginRegistry
 
 log = logging.getLogger("dramock.kubelet.pods")
@@ -101,14 +100,6 @@ def container_claim_refs(pod: Obj, container: Obj) -> list[tuple[str, str | None
 def _phase(pod: Obj) -> str:
     return (pod.get("status") or {}).get("phase") or "Pending"
 
-
-def _parse_time(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
-    except ValueError:
-        return None
 
 
 def _exit_code(pod: Obj) -> int:
@@ -188,7 +179,7 @@ class PodManager:
         uid = pod["metadata"]["uid"]
         self.running.add(uid)
         self._adopted.add(uid)
-        self._started[uid] = _parse_time((pod.get("status") or {}).get("startTime")) or time.time()
+        self._started[uid] = timefmt.parse_seconds((pod.get("status") or {}).get("startTime")) or time.time()
 
     def _next_wake(self) -> float:
         wake = RETRY_INTERVAL
@@ -543,7 +534,7 @@ class PodManager:
     # --- status and events -------------------------------------------------------------------------------------
 
     async def _set_running(self, pod: Obj) -> Obj:
-        now = now_time()
+        now = timefmt.now()
         spec = pod.get("spec") or {}
         containers = [{"name": c["name"], "image": c.get("image", ""), "imageID": "",
                        "containerID": f"dramock://{uuid.uuid4().hex}", "ready": True, "started": True,
@@ -563,7 +554,7 @@ class PodManager:
         """Post the terminal phase: Succeeded when every container exited 0, else Failed (upstream's getPhase
         for a terminal pod). Containers that never started (a pod deleted while Pending) get upstream's
         ContainerStatusUnknown/137 and the pod fails."""
-        now = now_time()
+        now = timefmt.now()
         status = pod.get("status") or {}
         ran = _phase(pod) == "Running"
         previous = {c.get("name"): c for c in status.get("containerStatuses") or []}
@@ -600,7 +591,7 @@ class PodManager:
         """Post an event about the pod; a repeat of one already posted bumps its count when `repeat`."""
         m = pod["metadata"]
         seen = self._events.setdefault(m["uid"], {})
-        now = now_time()
+        now = timefmt.now()
         ns = m.get("namespace") or "default"
         known = seen.get((reason, message))
         if known is not None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
+
+from dramock import timefmt
 
 Obj = dict[str, Any]
 
@@ -30,7 +31,7 @@ def _device_request(req: Obj) -> None:
 def _taint(taint: Any) -> None:
     # "Added automatically during create or update if not set", at the wire's one-second resolution.
     if isinstance(taint, dict) and not taint.get("timeAdded"):
-        taint["timeAdded"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        taint["timeAdded"] = timefmt.now()
 
 
 def resource_slice(obj: Obj) -> None:

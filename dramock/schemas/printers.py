@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from dramock import timefmt
 from dramock.schemas import defs, workloadprinters
 from dramock.schemas.registry import Kind
 
@@ -488,7 +489,7 @@ _PRINTERS: dict[str, Callable[[Obj, datetime], Row]] = {
 
 def _default_row(obj: Obj) -> Row:
     t = parse_time(_md(obj).get("creationTimestamp"))
-    return [_name(obj), t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if t else None]
+    return [_name(obj), timefmt.format_time(t) if t else None]
 
 
 def row_cells(kind: Kind, obj: Obj, now: datetime | None = None) -> tuple[Row, list[Obj] | None]:

@@ -9,9 +9,9 @@ import hashlib
 import json
 import logging
 import time
-from datetime import datetime, timezone
 from typing import Any
 
+from dramock import timefmt
 from dramock.client.informer import Informer, WorkQueue, cancel_all, run_worker
 from dramock.client.rest import APIStatusError, Client, resource_path
 from dramock.jsonvalue import clone
@@ -24,16 +24,6 @@ RESYNC = 1.0  # periodic resync: readiness and minReadySeconds change without an
 SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's rand.SafeEncodeString
 
 
-def now_time() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(value: str | None) -> float | None:
-    if not value:
-        return None
-    with contextlib.suppress(ValueError):
-        return datetime.strptime(value[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
-    return None
 
 
 def template_hash(template: Obj, collision_count: int = 0) -> str:
@@ -64,7 +54,7 @@ def is_available(pod: Obj, min_ready_seconds: int, now: float | None = None) -> 
         return False
     if not min_ready_seconds:
         return True
-    since = parse_time(c.get("lastTransitionTime"))
+    since = timefmt.parse_seconds(c.get("lastTransitionTime"))
     return since is not None and (now or time.time()) - since >= min_ready_seconds
 
 
@@ -85,7 +75,7 @@ def set_condition(conditions: list[Obj], type_: str, status: str, reason: str, m
                   with_update_time: bool = False, touch: bool = False) -> list[Obj]:
     """Replace or add a condition; lastTransitionTime moves only when the status changes, lastUpdateTime (when
     kept) also when the reason changes or `touch` says something happened."""
-    now = now_time()
+    now = timefmt.now()
     out = []
     found = False
     for c in conditions:
@@ -225,7 +215,7 @@ class WorkloadController:
     async def event(self, obj: Obj, reason: str, message: str, type_: str = "Normal",
                     component: str = "") -> None:
         m = obj["metadata"]
-        now = now_time()
+        now = timefmt.now()
         with contextlib.suppress(APIStatusError):
             await self.client.request("POST", resource_path("", "v1", "events", m["namespace"]), {
                 "apiVersion": "v1", "kind": "Event",

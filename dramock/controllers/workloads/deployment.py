@@ -9,6 +9,7 @@ import contextlib
 import math
 import time
 
+from dramock import timefmt
 from dramock.client.informer import Informer
 from dramock.client.rest import APIStatusError, Client, resource_path
 from dramock.controllers.workloads.common import (
@@ -16,7 +17,6 @@ from dramock.controllers.workloads.common import (
     WorkloadController,
     controller_ref,
     owner_reference,
-    parse_time,
     set_condition,
     template_hash,
 )
@@ -182,7 +182,8 @@ class DeploymentController(WorkloadController):
     async def _rollout(self, d: Obj, new: Obj, olds: list[Obj], replicas: int, surge: int,
                        unavailable: int) -> None:
         active_olds = sorted([r for r in olds if _replicas(r) > 0],
-                             key=lambda r: (revision(r), parse_time(r["metadata"].get("creationTimestamp")) or 0))
+                             key=lambda r: (revision(r),
+                                            timefmt.parse_seconds(r["metadata"].get("creationTimestamp")) or 0))
         max_total = replicas + surge
         if (d["spec"].get("strategy") or {}).get("type") == "Recreate":
             for r in active_olds:
@@ -242,7 +243,7 @@ class DeploymentController(WorkloadController):
         if progressing is None or progressing.get("reason") in ("NewReplicaSetAvailable",
                                                                    "ProgressDeadlineExceeded"):
             return False
-        since = parse_time(progressing.get("lastUpdateTime"))
+        since = timefmt.parse_seconds(progressing.get("lastUpdateTime"))
         return since is not None and time.time() - since > int(deadline)
 
     async def _status(self, d: Obj, new: Obj | None, all_rs: list[Obj], created: bool) -> None:

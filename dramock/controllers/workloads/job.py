@@ -10,14 +10,13 @@ from __future__ import annotations
 import contextlib
 import time
 
+from dramock import timefmt
 from dramock.client.rest import APIStatusError
 from dramock.controllers.workloads.common import (
     Obj,
     WorkloadController,
     is_active,
     is_ready,
-    now_time,
-    parse_time,
     set_condition,
 )
 
@@ -89,7 +88,7 @@ class JobController(WorkloadController):
             succeeded = max(succeeded, len(done_indexes))
         conds = list(status.get("conditions") or [])
         if not status.get("startTime") and not spec.get("suspend"):
-            status["startTime"] = now_time()
+            status["startTime"] = timefmt.now()
         backoff = int(spec.get("backoffLimit", 6))
         if indexed:
             assert completions is not None  # validate_job: an Indexed Job has completions
@@ -98,7 +97,7 @@ class JobController(WorkloadController):
             complete = (completions is not None and succeeded >= completions) or \
                 (completions is None and succeeded > 0 and not active)
         deadline = spec.get("activeDeadlineSeconds")
-        started = parse_time(status.get("startTime"))
+        started = timefmt.parse_seconds(status.get("startTime"))
         past_deadline = deadline is not None and started is not None and time.time() - started >= int(deadline)
         if complete:
             conds = set_condition(conds, "SuccessCriteriaMet", "True", "CompletionsReached",
@@ -116,7 +115,7 @@ class JobController(WorkloadController):
                 final = "Complete" if target["type"] == "SuccessCriteriaMet" else "Failed"
                 conds = set_condition(conds, final, "True", target["reason"], target["message"])
                 if final == "Complete":
-                    status["completionTime"] = now_time()
+                    status["completionTime"] = timefmt.now()
                 await self.event(job, "Completed" if final == "Complete" else target["reason"],
                                  "Job completed" if final == "Complete" else target["message"],
                                  type_="Normal" if final == "Complete" else "Warning", component="job-controller")
@@ -144,7 +143,7 @@ class JobController(WorkloadController):
         ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
         if ttl is None:
             return
-        finished = max((parse_time(c.get("lastTransitionTime")) or 0.0
+        finished = max((timefmt.parse_seconds(c.get("lastTransitionTime")) or 0.0
                         for c in (job.get("status") or {}).get("conditions") or []
                         if c.get("type") in ("Complete", "Failed") and c.get("status") == "True"), default=0.0)
         m = job["metadata"]

@@ -4,13 +4,13 @@ readyReplicas, availableReplicas and observedGeneration."""
 
 from __future__ import annotations
 
+from dramock import timefmt
 from dramock.controllers.workloads.common import (
     Obj,
     WorkloadController,
     is_active,
     is_available,
     is_ready,
-    parse_time,
 )
 from dramock.schemas import labelselector
 
@@ -22,7 +22,7 @@ def deletion_rank(pod: Obj) -> tuple:
     return (bool((pod.get("spec") or {}).get("nodeName")),
             PHASE_RANK.get((pod.get("status") or {}).get("phase") or "Pending", 0),
             is_ready(pod),
-            -(parse_time(pod["metadata"].get("creationTimestamp")) or 0.0))
+            -(timefmt.parse_seconds(pod["metadata"].get("creationTimestamp")) or 0.0))
 
 
 class ReplicaSetController(WorkloadController):
