@@ -30,20 +30,18 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from dramock.scheduler import allocator, extended
-from dramock.scheduler.loop import (
+from dramock.scheduler import allocator
+from dramock.scheduler.framework import MSG_NO_NODES, SCHEDULER_NAME, fit_error_message
+from dramock.scheduler.plugins import extendedresources as extended
+from dramock.scheduler.plugins.dynamicresources import (
     FILTER_TIMEOUT,
     MSG_CANNOT_ALLOCATE,
     MSG_FILTER_TIMEOUT,
-    MSG_NO_NODES,
-    SCHEDULER_NAME,
     WaitingForClaims,
     allocated_claims_reason,
-    fit_error_message,
-    node_fit_reason,
     pod_claim_refs,
-    pod_requests,
 )
+from dramock.scheduler.plugins.nodefit import node_fit_reason, pod_requests
 from dramock.scheduler.snapshot import Snapshot
 from dramock.scheduler.types import AllocationInput, AllocationOutcome
 from dramock.schemas.featuregates import FeatureGates
