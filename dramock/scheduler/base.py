@@ -31,6 +31,8 @@ def slices_by_node_name(slices: list[Obj]) -> tuple[dict[str, list[Obj]], list[O
 
 
 class SchedulerBase(SchedulingQueue):
+    """Configuration (passed in), informers, the queue and the cache that the framework's parts share."""
+
     def __init__(self, client: Client, allocate: Allocate | None = None, gates: FeatureGates | None = None,
                  scheduler_name: str = SCHEDULER_NAME,
                  binding_timeout: float = bindingconditions.DEFAULT_BINDING_TIMEOUT,

@@ -20,6 +20,8 @@ log = logging.getLogger("dramock.scheduler")
 
 
 class BindingCycle(DynamicResources):
+    """One binding cycle per reserved pod, run as its own task."""
+
     async def _binding_cycle(self, key: str, pod: Obj, node: str, claims: list[Obj],
                              new_allocs: list[tuple[Obj, Obj]], special: Obj | None = None) -> None:
         m = pod["metadata"]

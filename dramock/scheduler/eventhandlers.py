@@ -17,6 +17,8 @@ def _rv(obj: Obj) -> int:
 
 
 class EventHandlers(SchedulerBase):
+    """What each informer event does to the queue and the cache."""
+
     def _on_pod(self, type_: str, pod: Obj, old: Obj | None) -> None:
         self.node_usage.pod_changed(pod, type_ == "DELETED")
         m = pod["metadata"]

@@ -27,6 +27,8 @@ def now_time() -> str:
 
 
 class Events(SchedulerBase):
+    """Events and the PodScheduled condition."""
+
     async def _failed(self, pod: Obj, message: str, condition: bool = True, reason: str = "Unschedulable",
                       clear_nominated: bool = False) -> None:
         m = pod["metadata"]

@@ -20,6 +20,8 @@ UNSCHEDULABLE_FLUSH = 60.0
 
 
 class SchedulingQueue:
+    """The queues and their moves. The Scheduler is built on it (scheduler.py: Scheduler's bases)."""
+
     def __init__(self) -> None:
         # Queues (pod keys "ns/name").
         self.active: deque[str] = deque()

@@ -31,6 +31,8 @@ log = logging.getLogger("dramock.scheduler")
 
 
 class SchedulingCycle(BindingCycle):
+    """One scheduling cycle at a time: the filters, the score and Reserve; then a binding cycle is started."""
+
     async def schedule_one(self, key: str) -> None:
         ns, _, name = key.partition("/")
         pod = self.pods.get(ns, name)
