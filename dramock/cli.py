@@ -462,7 +462,7 @@ def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool], sto
 
             ids = ComponentIdentities(secure_url, data_dir)
         client = Client(ids.controller_manager() if ids else url, f"dramock-controller-manager/{__version__}")
-        from dramock.scheduler.loop import run_scheduler
+        from dramock.scheduler.scheduler import run_scheduler
 
         tasks = [_component_task(ControllerManager(client).run(stop)),
                  _component_task(run_scheduler(ids.scheduler() if ids else url, stop, gates=gates,

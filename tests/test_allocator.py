@@ -10,9 +10,10 @@ from typing import Any, Callable
 
 import pytest
 
-from dramock.scheduler.allocator import allocate, node_selector_matches
+from dramock.scheduler.allocator import allocate
 from dramock.scheduler.types import AllocationInput
 from dramock.schemas.featuregates import FeatureGates
+from dramock.schemas.nodeselector import node_selector_matches
 
 DRIVER_A = "driver-a"
 DRIVER_B = "driver-b"

@@ -16,7 +16,8 @@ from fractions import Fraction
 import pytest
 
 from dramock.client.rest import APIStatusError, Client
-from dramock.scheduler import loop
+from dramock.scheduler import framework, scheduler
+from dramock.scheduler.plugins import nodefit
 from dramock.scheduler.types import AllocationInput, AllocationOutcome
 from tests.helpers import Server, create, get, make_ns, node_cluster, wait_for
 
@@ -75,7 +76,7 @@ class SchedulerThread:
         async def main() -> None:
             self.stop_event = asyncio.Event()
             if self.make is None:
-                await loop.run_scheduler(self.url, self.stop_event, allocate=_allocator())
+                await scheduler.run_scheduler(self.url, self.stop_event, allocate=_allocator())
                 return
             client = Client(self.url, "test-scheduler")
             try:
@@ -159,10 +160,10 @@ def pod_claim(s: Server, ns: str, pod_name: str, pod_claim_name: str = "gpu") ->
 def test_fit_error_message_is_upstreams():
     from collections import Counter
 
-    msg = loop.fit_error_message(3, Counter({"cannot allocate all claims": 2, loop.MSG_NODE_AFFINITY: 1}))
+    msg = framework.fit_error_message(3, Counter({"cannot allocate all claims": 2, nodefit.MSG_NODE_AFFINITY: 1}))
     assert msg == "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, " \
                   "2 cannot allocate all claims."
-    assert loop.fit_error_message(0, Counter()) == "no nodes available to schedule pods"
+    assert framework.fit_error_message(0, Counter()) == "no nodes available to schedule pods"
 
 
 def test_node_affinity_and_taints():
@@ -173,24 +174,24 @@ def test_node_affinity_and_taints():
         return {"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
             "nodeSelectorTerms": list(terms)}}}}}
 
-    assert loop.matches_node_affinity(aff({"matchExpressions": [{"key": "zone", "operator": "In",
+    assert nodefit.matches_node_affinity(aff({"matchExpressions": [{"key": "zone", "operator": "In",
                                                                   "values": ["a"]}]}), node)
-    assert not loop.matches_node_affinity(aff({"matchExpressions": [{"key": "zone", "operator": "NotIn",
+    assert not nodefit.matches_node_affinity(aff({"matchExpressions": [{"key": "zone", "operator": "NotIn",
                                                                       "values": ["a"]}]}), node)
-    assert loop.matches_node_affinity(aff({"matchExpressions": [{"key": "gpus", "operator": "Gt", "values": ["4"]},
+    assert nodefit.matches_node_affinity(aff({"matchExpressions": [{"key": "gpus", "operator": "Gt", "values": ["4"]},
                                                                  {"key": "x", "operator": "DoesNotExist"}]}), node)
-    assert not loop.matches_node_affinity(aff({"matchExpressions": [{"key": "gpus", "operator": "Lt",
+    assert not nodefit.matches_node_affinity(aff({"matchExpressions": [{"key": "gpus", "operator": "Lt",
                                                                       "values": ["4"]}]}), node)
     # Terms are ORed; matchFields only knows metadata.name.
-    assert loop.matches_node_affinity(aff({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]},
+    assert nodefit.matches_node_affinity(aff({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]},
                                           {"matchFields": [{"key": "metadata.name", "operator": "In",
                                                             "values": ["node-1"]}]}), node)
-    assert not loop.matches_node_affinity(aff({}), node)  # an empty term matches nothing
-    assert not loop.matches_node_affinity({"spec": {"nodeSelector": {"zone": "b"}}}, node)
-    assert loop.untolerated_taint({"spec": {}}, node)["key"] == "dedicated"
-    assert loop.untolerated_taint({"spec": {"tolerations": [{"key": "dedicated", "value": "ml"}]}}, node) is None
-    assert loop.untolerated_taint({"spec": {"tolerations": [{"operator": "Exists"}]}}, node) is None
-    assert loop.untolerated_taint({"spec": {"tolerations": [{"key": "dedicated", "value": "x"}]}}, node)
+    assert not nodefit.matches_node_affinity(aff({}), node)  # an empty term matches nothing
+    assert not nodefit.matches_node_affinity({"spec": {"nodeSelector": {"zone": "b"}}}, node)
+    assert nodefit.untolerated_taint({"spec": {}}, node)["key"] == "dedicated"
+    assert nodefit.untolerated_taint({"spec": {"tolerations": [{"key": "dedicated", "value": "ml"}]}}, node) is None
+    assert nodefit.untolerated_taint({"spec": {"tolerations": [{"operator": "Exists"}]}}, node) is None
+    assert nodefit.untolerated_taint({"spec": {"tolerations": [{"key": "dedicated", "value": "x"}]}}, node)
 
 
 def test_pod_requests():
@@ -198,7 +199,7 @@ def test_pod_requests():
                                  {"resources": {"limits": {"cpu": "1"}}}],
                   "initContainers": [{"resources": {"requests": {"cpu": "3"}}}],
                   "overhead": {"memory": "100Mi"}}}
-    r = loop.pod_requests(p)
+    r = nodefit.pod_requests(p)
     assert r["cpu"] == Fraction(3)
     assert r["memory"] == Fraction(1024 ** 3 + 100 * 1024 ** 2)
 
@@ -333,7 +334,7 @@ def test_seventeen_gpus_on_sixteen():
 def flaky_scheduler(name: str, failures: list[str], created: list[str] | None = None):
     """A scheduler factory for SchedulerThread whose client fails the first pods/binding with a 500 (recorded in
     `failures`); the names of the claims it creates go to `created`."""
-    def make(client: Client) -> loop.Scheduler:
+    def make(client: Client) -> scheduler.Scheduler:
         real = client.request
 
         async def request(method, path, body=None, params=None, content_type="application/json"):
@@ -346,7 +347,7 @@ def flaky_scheduler(name: str, failures: list[str], created: list[str] | None = 
             return out
 
         client.request = request  # type: ignore[method-assign]
-        return loop.Scheduler(client, allocate=_allocator(), scheduler_name=name)
+        return scheduler.Scheduler(client, allocate=_allocator(), scheduler_name=name)
     return make
 
 

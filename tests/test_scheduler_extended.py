@@ -10,7 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from dramock.scheduler import extended, loop
+from dramock.scheduler import framework, scheduler
+from dramock.scheduler.plugins import extendedresources as extended
 from dramock.scheduler.types import AllocationInput, AllocationOutcome
 from tests.helpers import Server, create, get, make_ns, node_cluster, wait_for
 from tests.test_scheduler import (
@@ -96,8 +97,8 @@ def test_requests_names_and_classes():
         {"containerName": "b", "resourceName": "example.com/gpu", "requestName": "container-2-request-0"}]
 
 
-def _sched_with(allocate, classes: list[dict], nodes: list[dict]) -> loop.Scheduler:
-    s = loop.Scheduler(client=None, allocate=allocate)  # type: ignore[arg-type]
+def _sched_with(allocate, classes: list[dict], nodes: list[dict]) -> scheduler.Scheduler:
+    s = scheduler.Scheduler(client=None, allocate=allocate)  # type: ignore[arg-type]
     for inf, objs in ((s.classes, classes), (s.nodes, nodes)):
         for o in objs:
             m = o["metadata"]
@@ -124,7 +125,7 @@ def test_classic_fit_on_nodes_listing_the_resource_and_filter_timeout():
     assert (node, allocs, special) == ("dp", [], None)
     assert [i.node["metadata"]["name"] for i in calls] == ["dra"]  # only the DRA node allocates
     p["spec"]["containers"][0]["resources"]["requests"]["example.com/gpu"] = "5"
-    with pytest.raises(loop.Unschedulable) as e:
+    with pytest.raises(framework.Unschedulable) as e:
         s._find_node(p, [])  # noqa: SLF001
     assert str(e.value) == "0/2 nodes are available: 1 Insufficient example.com/gpu, " \
                            "1 timed out trying to allocate devices."

@@ -41,7 +41,7 @@ def binding_timeout(args: argparse.Namespace) -> float:
 
 def run_from_args(args: argparse.Namespace) -> int:
     """Run until SIGINT/SIGTERM; 2 on bad arguments."""
-    from dramock.scheduler.loop import run_scheduler
+    from dramock.scheduler.scheduler import run_scheduler
     from dramock.schemas import featuregates
 
     if not args.kubeconfig and not args.server:

@@ -30,23 +30,22 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from dramock.scheduler import allocator, extended
-from dramock.scheduler.loop import (
+from dramock.scheduler import allocator
+from dramock.scheduler.framework import MSG_NO_NODES, SCHEDULER_NAME, fit_error_message
+from dramock.scheduler.plugins import extendedresources as extended
+from dramock.scheduler.plugins.dynamicresources import (
     FILTER_TIMEOUT,
     MSG_CANNOT_ALLOCATE,
     MSG_FILTER_TIMEOUT,
-    MSG_NO_NODES,
-    SCHEDULER_NAME,
     WaitingForClaims,
     allocated_claims_reason,
-    fit_error_message,
-    node_fit_reason,
     pod_claim_refs,
-    pod_requests,
 )
+from dramock.scheduler.plugins.nodefit import node_fit_reason, pod_requests
 from dramock.scheduler.snapshot import Snapshot
 from dramock.scheduler.types import AllocationInput, AllocationOutcome
 from dramock.schemas.featuregates import FeatureGates
+from dramock.schemas.nodeselector import node_selector_matches
 from dramock.schemas.quantity import parse_quantity
 
 Obj = dict[str, Any]
@@ -399,7 +398,7 @@ def not_selected(snap: Snapshot, node: Obj | None) -> list[Obj]:
         driver, pool = spec.get("driver", ""), (spec.get("pool") or {}).get("name", "")
         slice_name = (s.get("metadata") or {}).get("name", "")
         if spec.get("nodeSelector") is not None:
-            if allocator.node_selector_matches(spec["nodeSelector"], node):
+            if node_selector_matches(spec["nodeSelector"], node):
                 continue
             why = f"slice {slice_name}'s nodeSelector {_selector_text(spec['nodeSelector'])} does not select the node"
             out.extend({"device": f"{driver}/{pool}/{d.get('name', '')}", "reason": "NodeNotSelected",
@@ -413,7 +412,7 @@ def not_selected(snap: Snapshot, node: Obj | None) -> list[Obj]:
                         continue
                     why = f"the device is on node {d['nodeName']}"
                 elif d.get("nodeSelector") is not None:
-                    if allocator.node_selector_matches(d["nodeSelector"], node):
+                    if node_selector_matches(d["nodeSelector"], node):
                         continue
                     why = f"the device's nodeSelector {_selector_text(d['nodeSelector'])} does not select the node"
                 else:

@@ -6,7 +6,8 @@ whose `status.allocatable` does not list that resource. The scheduler allocates 
 pod's other claims through one special ResourceClaim per pod: one request per container and extended resource
 (`container-<i>-request-<j>`, ExactCount N of the class), created in PreBind (generateName
 `<pod>-extended-resources-`, owned by the pod, annotation `resource.kubernetes.io/extended-resource-claim: "true"`)
-and named in `pod.status.extendedResourceClaimStatus`. Pure helpers here; the I/O is in the loop.
+and named in `pod.status.extendedResourceClaimStatus`. Pure helpers here; the I/O is in the scheduling and
+binding cycles (schedule_one.py, binding.py).
 """
 
 from __future__ import annotations

@@ -1,0 +1,110 @@
+"""Shared counters (DRAPartitionableDevices) and compatibility groups (DRADeviceCompatibilityGroups) of a
+pool, as allocated, in-flight and tentatively chosen devices consume them."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from dramock.scheduler.allocator.capacity import _Capacity
+from dramock.scheduler.allocator.model import _Dev, _Pool, _qty
+
+
+class _Counters(_Capacity):
+    def pool_available(self, pool: _Pool) -> dict[str, dict[str, Fraction]]:
+        avail = self.available.get(id(pool))
+        if avail is None:
+            avail = {cs: dict(counters) for cs, counters in pool.counter_sets.items()}
+            for s in pool.all_slices:
+                for d in s["spec"].get("devices") or []:
+                    if (pool.driver, pool.name, d.get("name", "")) not in self.allocated_any:
+                        continue
+                    for cc in d.get("consumesCounters") or []:
+                        target = avail.get(cc.get("counterSet"))
+                        if target is None:
+                            continue
+                        for n, c in (cc.get("counters") or {}).items():
+                            if n in target:
+                                target[n] -= _qty(c)
+            self.available[id(pool)] = avail
+        return avail
+
+    def take_counters(self, dev: _Dev) -> bool:
+        pool = dev.pool_obj
+        avail = self.pool_available(pool)
+        used = self.consumed.setdefault(id(pool), {})
+        adds = []
+        for cc in dev.consumes:
+            cs = cc.get("counterSet")
+            for n, c in (cc.get("counters") or {}).items():
+                adds.append((cs, n, _qty(c)))
+        for cs, n, v in adds:
+            u = used.setdefault(cs, {})
+            u[n] = u.get(n, Fraction(0)) + v
+        for cs, n, _ in adds:
+            if used[cs][n] > avail.get(cs, {}).get(n, Fraction(0)):
+                self.give_counters(dev)
+                return False
+        return True
+
+    def give_counters(self, dev: _Dev) -> None:
+        used = self.consumed[id(dev.pool_obj)]
+        for cc in dev.consumes:
+            for n, c in (cc.get("counters") or {}).items():
+                used[cc.get("counterSet")][n] -= _qty(c)
+
+    def compat_base(self, pool: _Pool) -> dict[str, Any]:
+        base = self.compat_baseline.get(id(pool))
+        if base is None:
+            base = {}
+            for s in pool.all_slices:
+                for d in s["spec"].get("devices") or []:
+                    if (pool.driver, pool.name, d.get("name", "")) not in self.allocated_any:
+                        continue
+                    for cc in d.get("consumesCounters") or []:
+                        cs = cc.get("counterSet")
+                        base[cs] = _compat_add(base.get(cs), frozenset(cc.get("compatibilityGroups") or ()))
+            self.compat_baseline[id(pool)] = base
+        return base
+
+    def take_compat(self, dev: _Dev) -> list[tuple] | None:
+        """Admit the device on each counter set it consumes from; returns the undo list or None."""
+        base = self.compat_base(dev.pool_obj)
+        undo: list[tuple] = []
+        for cc in dev.consumes:
+            cs = cc.get("counterSet")
+            key = (id(dev.pool_obj), cs)
+            state = self.compat_state[key] if key in self.compat_state else base.get(cs)
+            groups = frozenset(cc.get("compatibilityGroups") or ())
+            if not _compat_admits(state, groups):
+                for k, old, had in reversed(undo):
+                    self._restore_compat(k, old, had)
+                return None
+            undo.append((key, self.compat_state.get(key), key in self.compat_state))
+            self.compat_state[key] = _compat_add(state, groups)
+        return undo
+
+    def _restore_compat(self, key: tuple, old: Any, had: bool) -> None:
+        if had:
+            self.compat_state[key] = old
+        else:
+            self.compat_state.pop(key, None)
+
+
+def _compat_admits(state: Any, groups: frozenset) -> bool:
+    """state None: no member yet; frozenset(): all members declared no groups; else the intersection."""
+    if state is None:
+        return True
+    if not groups:
+        return not state
+    if not state:
+        return False
+    return bool(state & groups)
+
+
+def _compat_add(state: Any, groups: frozenset) -> Any:
+    if state is None:
+        return groups
+    if not state or not groups:
+        return state
+    return state & groups

@@ -1,0 +1,141 @@
+"""Which pools and devices the node sees: node-local, node-selected, all-nodes and per-device slices; only a
+pool's newest generation; incomplete and invalid pools; DeviceTaintRules."""
+
+from __future__ import annotations
+
+from dramock.scheduler.allocator.base import _State
+from dramock.scheduler.allocator.model import _Dev, _Pool, _qty
+from dramock.scheduler.types import Obj
+from dramock.schemas.nodeselector import node_selector_matches
+
+
+def _node_matches(node: Obj | None, node_name: str | None, all_nodes: bool | None, selector: Obj | None) -> bool:
+    if node_name:
+        return node is not None and (node.get("metadata") or {}).get("name") == node_name
+    if all_nodes:
+        return True
+    if selector is not None:
+        return node_selector_matches(selector, node)
+    return False
+
+
+class _Pools(_State):
+    def slices_of_pool(self, pid: tuple) -> list[Obj]:
+        """All slices of a pool, any node and generation (index built on first use)."""
+        if self._all_by_pool is None:
+            index: dict[tuple, list[Obj]] = {}
+            for s in self.inp.slices:
+                spec = s.get("spec") or {}
+                index.setdefault((spec.get("driver", ""), (spec.get("pool") or {}).get("name", "")), []).append(s)
+            self._all_by_pool = index
+        return self._all_by_pool.get(pid, [])
+
+    def gather_pools(self) -> None:
+        by_pool: dict[tuple, list[Obj]] = {}  # node-relevant slices, newest generation
+        node, node_name, partitionable = self.node, self.node_name, self.partitionable
+        for s in self.inp.node_slices if self.inp.node_slices is not None else self.inp.slices:
+            spec = s.get("spec") or {}
+            slice_node = spec.get("nodeName")
+            if slice_node:
+                if slice_node != node_name or node is None:
+                    continue  # the common case: another node's slice
+            elif not partitionable and (spec.get("perDeviceNodeSelection") or spec.get("sharedCounters")):
+                continue
+            elif spec.get("sharedCounters"):
+                pass  # always relevant: needed to use the pool
+            elif spec.get("allNodes") or spec.get("nodeSelector") is not None:
+                if not _node_matches(node, None, spec.get("allNodes"), spec.get("nodeSelector")):
+                    continue
+            elif spec.get("perDeviceNodeSelection"):
+                if not any(_node_matches(node, d.get("nodeName"), d.get("allNodes"), d.get("nodeSelector"))
+                           for d in spec.get("devices") or []):
+                    continue
+            else:
+                continue  # some unknown future node selection
+            pool_ref = spec.get("pool") or {}
+            pid = (spec.get("driver", ""), pool_ref.get("name", ""))
+            cur = by_pool.get(pid)
+            gen = pool_ref.get("generation", 0)
+            if cur is None or gen > cur[0]["spec"]["pool"].get("generation", 0):
+                by_pool[pid] = [s]
+            elif gen == cur[0]["spec"]["pool"].get("generation", 0):
+                cur.append(s)
+        rules = self.inp.taint_rules if self.taint_rules_on else []
+        pools: list[_Pool] = []
+        bound: list[_Pool] = []
+        for pid, slices in by_pool.items():
+            spec0 = slices[0]["spec"]
+            gen = spec0["pool"].get("generation", 0)
+            count = spec0["pool"].get("resourceSliceCount", 1)
+            pool = _Pool(*pid)
+            if len(slices) == count:
+                all_gen = slices
+            else:
+                all_gen = []
+                obsolete = False
+                for s in self.slices_of_pool(pid):
+                    g = (s["spec"].get("pool") or {}).get("generation", 0)
+                    if g == gen:
+                        all_gen.append(s)
+                    elif g > gen:
+                        obsolete = True
+                if obsolete:
+                    continue  # the driver is replacing this generation
+                if len(all_gen) != count:
+                    pool.incomplete = True
+                    pools.append(pool)
+                    continue
+            pool.all_slices = all_gen
+            self.build_pool(pool, sorted(slices, key=lambda s: (s.get("metadata") or {}).get("name", "")), rules)
+            (bound if pool.has_binding else pools).append(pool)
+        pools.sort(key=lambda p: (p.driver, p.name))
+        bound.sort(key=lambda p: (p.driver, p.name))
+        self.pools = pools + bound
+
+    def build_pool(self, pool: _Pool, slices: list[Obj], rules: list[Obj]) -> None:
+        names: set[str] = set()
+        for s in (pool.all_slices if self.partitionable else []):
+            for cs in s["spec"].get("sharedCounters") or []:
+                if cs.get("name") in pool.counter_sets:
+                    pool.invalid = f"duplicate counter set name {cs.get('name')}"
+                    return
+                pool.counter_sets[cs.get("name")] = {n: _qty(c) for n, c in (cs.get("counters") or {}).items()}
+        for s in slices:
+            spec = s["spec"]
+            if self.partitionable and spec.get("sharedCounters"):
+                continue
+            per_device = bool(spec.get("perDeviceNodeSelection"))
+            for d in spec.get("devices") or []:
+                name = d.get("name", "")
+                if name in names:
+                    pool.invalid = f"duplicate device name {name}"
+                    return
+                names.add(name)
+                if self.partitionable:
+                    for cc in d.get("consumesCounters") or []:
+                        cs = pool.counter_sets.get(cc.get("counterSet"))
+                        if cs is None:
+                            pool.invalid = f"counter set {cc.get('counterSet')} not found"
+                            return
+                        for cn in cc.get("counters") or {}:
+                            if cn not in cs:
+                                pool.invalid = f"counter {cn} not found in counter set {cc.get('counterSet')}"
+                                return
+                if per_device and not _node_matches(self.node, d.get("nodeName"), d.get("allNodes"),
+                                                    d.get("nodeSelector")):
+                    continue
+                rule_taints = [r["spec"]["taint"] for r in rules if self._rule_selects(r, pool, name)]
+                dev = _Dev(pool, s, d, rule_taints)
+                if dev.binding:
+                    pool.has_binding = True
+                pool.devices.append(dev)
+
+    @staticmethod
+    def _rule_selects(rule: Obj, pool: _Pool, device: str) -> bool:
+        spec = rule.get("spec") or {}
+        if not spec.get("taint"):
+            return False
+        sel = spec.get("deviceSelector") or {}
+        return ((not sel.get("driver") or sel["driver"] == pool.driver)
+                and (not sel.get("pool") or sel["pool"] == pool.name)
+                and (not sel.get("device") or sel["device"] == device))

@@ -1,0 +1,201 @@
+"""The search: an exhaustive first-fit search with backtracking over the claims, their requests and the
+candidate devices (upstream's allocator), and `allocate`, the allocator's one entry point."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from fractions import Fraction
+
+from dramock.scheduler.allocator.model import (
+    _DEADLINE_CHECK_EVERY,
+    ALLOCATION_RESULTS_MAX_SIZE,
+    _Dev,
+    _Error,
+    _kobj,
+    _MaxSize,
+    _Req,
+    _Timeout,
+)
+from dramock.scheduler.allocator.results import _Results
+from dramock.scheduler.types import AllocationInput, AllocationOutcome
+
+
+class _Allocator(_Results):
+    def tick(self) -> None:
+        self.steps += 1
+        if self.deadline is not None and self.steps % _DEADLINE_CHECK_EVERY == 1 and time.monotonic() > self.deadline:
+            raise _Timeout()
+
+    def in_use(self, did: tuple) -> bool:
+        return did in self.allocated or bool(self.allocating.get(did))
+
+    def try_device(self, ci: int, req: _Req, dev: _Dev, must: bool):
+        """allocateDevice: returns an undo function, or None when the device cannot be used."""
+        multi = self.consumable and dev.allow_multi
+        if req.admin:
+            if not multi and ci in self.allocating.get(dev.id, ()):
+                if self.trace is not None:
+                    self.trace.note(ci, req.name, dev.id, *self.why_in_use(ci, req, dev))
+                return None
+        elif self.in_use(dev.id):
+            if self.trace is not None:
+                self.trace.note(ci, req.name, dev.id, *self.why_taken(ci, req, dev))
+            return None
+        took_counters = False
+        if dev.consumes:
+            if not self.partitionable:
+                return None
+            first_use = self.allocating_any.get(dev.id, 0) == 0 and dev.id not in self.allocated_any
+            if first_use:
+                if not self.take_counters(dev):
+                    if self.trace is not None:
+                        self.trace.note(ci, req.name, dev.id, "CountersExhausted", self.why_counters(dev))
+                    return None
+                took_counters = True
+        compat_undo = None
+        if dev.consumes and self.compat_on and self.allocating_any.get(dev.id, 0) == 0 \
+                and dev.id not in self.allocated_any:
+            compat_undo = self.take_compat(dev)
+            if compat_undo is None:
+                if took_counters:
+                    self.give_counters(dev)
+                if self.trace is not None:
+                    self.trace.note(ci, req.name, dev.id, "CompatibilityGroupConflict", self.why_compat(dev))
+                return None
+        constraints = self.constraints[ci]
+        for i, c in enumerate(constraints):
+            if not c.add(req, dev):
+                if self.trace is not None:
+                    self.trace.note(ci, req.name, dev.id, "ConstraintNotSatisfied", self.why_constraint(ci, c, dev))
+                for j in range(i):
+                    constraints[j].remove(req, dev)
+                if took_counters:
+                    self.give_counters(dev)
+                if compat_undo:
+                    for k, old, had in reversed(compat_undo):
+                        self._restore_compat(k, old, had)
+                if must:
+                    raise _Error(f"claim {_kobj(self.claims[ci])}, request {req.sub or req.base}: cannot add device "
+                                 f"{'/'.join(dev.id)} because a claim constraint would not be satisfied")
+                return None
+        fits, consumed = self.capacity_fits(req, dev)
+        if not fits:
+            if self.trace is not None:
+                self.trace.note(ci, req.name, dev.id, "CapacityExceeded", self.why_capacity(req, dev))
+            for c in constraints:
+                c.remove(req, dev)
+            if took_counters:
+                self.give_counters(dev)
+            if compat_undo:
+                for k, old, had in reversed(compat_undo):
+                    self._restore_compat(k, old, had)
+            return None
+        if not multi:
+            self.allocating.setdefault(dev.id, set()).add(ci)
+        self.allocating_any[dev.id] = self.allocating_any.get(dev.id, 0) + 1
+        if consumed:
+            agg = self.allocating_capacity.setdefault(dev.id, {})
+            for k, (_, v, _) in consumed.items():
+                agg[k] = agg.get(k, Fraction(0)) + v
+        self.results[ci].append((req, dev, str(uuid.uuid1()) if multi else None, consumed))
+
+        def undo() -> None:
+            self.results[ci].pop()
+            if consumed:
+                agg = self.allocating_capacity[dev.id]
+                for k, (_, v, _) in consumed.items():
+                    agg[k] -= v
+            self.allocating_any[dev.id] -= 1
+            if not multi:
+                self.allocating[dev.id].discard(ci)
+            for c in constraints:
+                c.remove(req, dev)
+            if took_counters:
+                self.give_counters(dev)
+            if compat_undo:
+                for k, old, had in reversed(compat_undo):
+                    self._restore_compat(k, old, had)
+
+        return undo
+
+    def claim_step(self, ci: int) -> bool:
+        if ci >= len(self.claims):
+            return True
+        try:
+            return self.request_step(ci, 0)
+        except _MaxSize:
+            return False
+
+    def request_step(self, ci: int, ri: int) -> bool:
+        if ri >= len(self.requests[ci]):
+            return self.claim_step(ci + 1)
+        alts = self.requests[ci][ri]
+        if len(alts) == 1 and alts[0].sub is None:
+            return self.device_step(ci, ri, alts[0], 0)
+        all_exceeded = True
+        for si, req in enumerate(alts):
+            try:
+                ok = self.device_step(ci, ri, req, 0)
+            except _MaxSize:
+                continue
+            all_exceeded = False
+            if ok:
+                self.selected[ci][ri] = si
+                return True
+        if all_exceeded:
+            raise _MaxSize()
+        return False
+
+    def device_step(self, ci: int, ri: int, req: _Req, di: int) -> bool:
+        self.tick()
+        if req.mode == "All" and not req.all_devs:
+            return False
+        if di >= req.num:
+            return self.request_step(ci, ri + 1)
+        if len(self.results[ci]) + req.num - di > ALLOCATION_RESULTS_MAX_SIZE:
+            raise _MaxSize()
+        if req.mode == "All":
+            undo = self.try_device(ci, req, req.all_devs[di], True)
+            if undo is None:
+                return False
+            try:
+                if self.device_step(ci, ri, req, di + 1):
+                    return True
+            except BaseException:
+                undo()
+                raise
+            undo()
+            return False
+        for dev in self.candidates(ci, req):
+            undo = self.try_device(ci, req, dev, False)
+            if undo is None:
+                continue
+            try:
+                if self.device_step(ci, ri, req, di + 1):
+                    return True
+            except BaseException:
+                undo()
+                raise
+            undo()
+        return False
+
+    def run(self) -> AllocationOutcome:
+        self.gather_pools()
+        self.prepare()
+        if not self.claim_step(0):
+            if any(pool.invalid for pool in self.pools):
+                # Upstream: a node-local failure that names no pool, and only when the search found nothing.
+                return AllocationOutcome(reason="invalid resource pools were encountered")
+            return AllocationOutcome(reason="cannot allocate all claims")
+        return AllocationOutcome(allocations=self.build())
+
+
+def allocate(inp: AllocationInput) -> AllocationOutcome:
+    """Allocate devices for all of `inp.claims` together on `inp.node` (see the module docstring)."""
+    try:
+        return _Allocator(inp).run()
+    except _Timeout:
+        return AllocationOutcome(reason="timed out trying to allocate devices", timed_out=True)
+    except _Error as e:
+        return AllocationOutcome(reason=str(e))
