@@ -7,10 +7,10 @@ import asyncio
 import logging
 import socket
 import time
-from datetime import datetime, timezone
 
 import aiohttp
 
+from dramock import timefmt
 from dramock.client.rest import APIStatusError, resource_path
 from dramock.scheduler.base import SchedulerBase
 from dramock.scheduler.framework import Obj
@@ -23,7 +23,7 @@ EVENT_REPEAT_INTERVAL = 60.0
 
 
 def now_time() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return timefmt.now()
 
 
 class Events(SchedulerBase):
@@ -75,10 +75,9 @@ class Events(SchedulerBase):
         given."""
         m = pod["metadata"]
         ns = m.get("namespace") or "default"
-        now = datetime.now(timezone.utc)
         event = {"apiVersion": "events.k8s.io/v1", "kind": "Event",
                  "metadata": {"name": f"{m['name']}.{time.time_ns():x}", "namespace": ns},
-                 "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                 "eventTime": timefmt.now_micro(),
                  "reportingController": self.scheduler_name,
                  "reportingInstance": f"{self.scheduler_name}-{socket.gethostname()}",
                  "action": action or ("Scheduling" if reason == "FailedScheduling" else "Binding"),

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import datetime
-
+from dramock import timefmt
 from dramock.scheduler.allocator.capacity import _format
 from dramock.scheduler.allocator.model import _Error
 from dramock.scheduler.allocator.requests import _Requests
@@ -91,8 +90,7 @@ class _Results(_Requests):
             if ns is not None:
                 allocation["nodeSelector"] = ns
             if any_binding:
-                allocation["allocationTimestamp"] = datetime.datetime.now(datetime.timezone.utc).strftime(
-                    "%Y-%m-%dT%H:%M:%SZ")
+                allocation["allocationTimestamp"] = timefmt.now()
             out.append(allocation)
         return out
 
