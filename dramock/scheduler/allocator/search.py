@@ -64,17 +64,22 @@ class _Allocator(_Results):
                     self.trace.note(ci, req.name, dev.id, "CompatibilityGroupConflict", self.why_compat(dev))
                 return None
         constraints = self.constraints[ci]
+
+        def release(added_constraints: int) -> None:
+            """Undo what was taken for this device so far: constraint entries, counters, compatibility."""
+            for c in constraints[:added_constraints]:
+                c.remove(req, dev)
+            if took_counters:
+                self.give_counters(dev)
+            if compat_undo:
+                for k, old, had in reversed(compat_undo):
+                    self._restore_compat(k, old, had)
+
         for i, c in enumerate(constraints):
             if not c.add(req, dev):
                 if self.trace is not None:
                     self.trace.note(ci, req.name, dev.id, "ConstraintNotSatisfied", self.why_constraint(ci, c, dev))
-                for j in range(i):
-                    constraints[j].remove(req, dev)
-                if took_counters:
-                    self.give_counters(dev)
-                if compat_undo:
-                    for k, old, had in reversed(compat_undo):
-                        self._restore_compat(k, old, had)
+                release(i)
                 if must:
                     raise _Error(f"claim {_kobj(self.claims[ci])}, request {req.sub or req.base}: cannot add device "
                                  f"{'/'.join(dev.id)} because a claim constraint would not be satisfied")
@@ -83,13 +88,7 @@ class _Allocator(_Results):
         if not fits:
             if self.trace is not None:
                 self.trace.note(ci, req.name, dev.id, "CapacityExceeded", self.why_capacity(req, dev))
-            for c in constraints:
-                c.remove(req, dev)
-            if took_counters:
-                self.give_counters(dev)
-            if compat_undo:
-                for k, old, had in reversed(compat_undo):
-                    self._restore_compat(k, old, had)
+            release(len(constraints))
             return None
         if not multi:
             self.allocating.setdefault(dev.id, set()).add(ci)
@@ -109,13 +108,7 @@ class _Allocator(_Results):
             self.allocating_any[dev.id] -= 1
             if not multi:
                 self.allocating[dev.id].discard(ci)
-            for c in constraints:
-                c.remove(req, dev)
-            if took_counters:
-                self.give_counters(dev)
-            if compat_undo:
-                for k, old, had in reversed(compat_undo):
-                    self._restore_compat(k, old, had)
+            release(len(constraints))
 
         return undo
 
