@@ -102,8 +102,10 @@ class _Comparison:
 
 def _compare(prop: defs.Schema, lhs: Any, rhs: Any, path: Path, c: _Comparison) -> None:
     """typed.Compare: leaves report added/modified/removed; containers report only added/removed."""
-    if lhs is not MISSING and rhs is not MISSING and (lhs is rhs or _equal(lhs, rhs)):
-        return  # an unchanged subtree reports nothing (most of an object on an update)
+    # An unchanged subtree reports nothing (most of an object on an update). `==` (in C) is looser than
+    # _equal (True == 1), never stricter, so it rules out a changed subtree without walking it in Python.
+    if lhs is not MISSING and rhs is not MISSING and (lhs is rhs or (lhs == rhs and _equal(lhs, rhs))):
+        return
     t = _deduce(prop, rhs if rhs is not MISSING else lhs)
     leaf = True
     if _granular_map(t):
