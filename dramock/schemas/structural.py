@@ -148,7 +148,7 @@ class _Node:
     one_of: list | None
     types: frozenset[str]
     int_range: tuple[int, int]
-    props: dict | None
+    props: dict[str, defs.Schema] | None
     required: frozenset[str]
     preserve: bool
     add: defs.Schema | None
@@ -242,7 +242,7 @@ def _walk(value: Any, schema: defs.Schema, path: str, report: DecodeReport, owne
             for key in list(value):
                 child_path = f"{path}.{key}" if path else key
                 child = props.get(key)
-                if child is not None or key in props:
+                if child is not None:
                     if value[key] is None and not _node(child).keeps_null:
                         # Go leaves the field at its zero value: one that is always encoded (no omitempty, which
                         # the schema lists as required) comes back as that zero, the others as if absent.
