@@ -99,7 +99,8 @@ web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
 def summarize(latencies: list[float], elapsed: float) -> dict:
     latencies.sort()
     n = len(latencies)
-    return {"n": n, "ops": n / elapsed, "p50": latencies[n // 2] * 1000, "p99": latencies[min(n - 1, int(n * 0.99))] * 1000}
+    return {"n": n, "ops": n / elapsed, "p50": latencies[n // 2] * 1000,
+            "p99": latencies[min(n - 1, int(n * 0.99))] * 1000}
 
 
 async def run_requests(url: str | list[str], make, n: int, concurrency: int,
@@ -200,7 +201,8 @@ def process_cpu(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def bench(url: str, args: argparse.Namespace, tag: str, pb: bool = False, pid: int | None = None) -> dict[str, dict]:
+async def bench(url: str, args: argparse.Namespace, tag: str, pb: bool = False,
+                pid: int | None = None) -> dict[str, dict]:
     """Each operation's figures, with `cpu_ms`: the server's CPU milliseconds per request (when `pid` is given)."""
     n, c = args.requests, args.concurrency
     headers = PB_HEADERS if pb else JSON_HEADERS
