@@ -26,7 +26,7 @@ from .schema import (
     _Type,
     _type_of,
 )
-from .values import Obj, _equal
+from .values import Obj, _equal, _same
 
 
 def _validate(prop: defs.Schema, v: Any, path: Path, errors: list[str]) -> None:
@@ -102,10 +102,8 @@ class _Comparison:
 
 def _compare(prop: defs.Schema, lhs: Any, rhs: Any, path: Path, c: _Comparison) -> None:
     """typed.Compare: leaves report added/modified/removed; containers report only added/removed."""
-    # An unchanged subtree reports nothing (most of an object on an update). `==` (in C) is looser than
-    # _equal (True == 1), never stricter, so it rules out a changed subtree without walking it in Python.
-    if lhs is not MISSING and rhs is not MISSING and (lhs is rhs or (lhs == rhs and _equal(lhs, rhs))):
-        return
+    if lhs is not MISSING and rhs is not MISSING and _same(lhs, rhs):
+        return  # an unchanged subtree reports nothing (most of an object on an update)
     t = _deduce(prop, rhs if rhs is not MISSING else lhs)
     leaf = True
     if _granular_map(t):
