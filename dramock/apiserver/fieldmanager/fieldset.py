@@ -84,6 +84,7 @@ def set_to_fields(paths: Iterable[Path]) -> dict:
     if hit is None:
         hit = orjson.dumps(_set_to_fields(key))
         _remember(_ENCODED, key, hit)
+        _remember(_DECODED, hit, key)  # the object's next write reads this entry back
     return orjson.loads(hit)
 
 
