@@ -26,7 +26,7 @@ from .schema import (
     _Type,
     _type_of,
 )
-from .values import Obj, _equal, _same
+from .values import Obj, _same
 
 
 def _validate(prop: defs.Schema, v: Any, path: Path, errors: list[str]) -> None:
@@ -125,8 +125,8 @@ def _compare(prop: defs.Schema, lhs: Any, rhs: Any, path: Path, c: _Comparison) 
             c.added.add(path)
         elif rhs is MISSING:
             c.removed.add(path)
-        elif not _equal(lhs, rhs):
-            c.modified.add(path)
+        else:
+            c.modified.add(path)  # both present and not _same (checked on the way in)
     elif path:
         if lhs is MISSING:
             c.added.add(path)
