@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -48,10 +47,12 @@ def _parse_pe_key(key: str) -> PathElement | None:
     return None
 
 
-@dataclass
 class _Node:
-    members: set = field(default_factory=set)
-    children: dict = field(default_factory=dict)
+    __slots__ = ("members", "children")
+
+    def __init__(self) -> None:
+        self.members: set = set()
+        self.children: dict = {}
 
 
 def _tree(paths: Iterable[Path]) -> _Node:
