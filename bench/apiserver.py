@@ -99,7 +99,8 @@ web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
 def summarize(latencies: list[float], elapsed: float) -> dict:
     latencies.sort()
     n = len(latencies)
-    return {"ops": n / elapsed, "p50": latencies[n // 2] * 1000, "p99": latencies[min(n - 1, int(n * 0.99))] * 1000}
+    return {"n": n, "ops": n / elapsed, "p50": latencies[n // 2] * 1000,
+            "p99": latencies[min(n - 1, int(n * 0.99))] * 1000}
 
 
 async def run_requests(url: str | list[str], make, n: int, concurrency: int,
@@ -180,6 +181,7 @@ async def watch_fanout(url: str, watchers: int, writes: int, prefix: str, pb: bo
             t.cancel()
         res = summarize(latencies, elapsed)
         res["ops"] = writes * watchers / elapsed  # events delivered per second
+        res["n"] = writes * watchers
         return res
 
 
@@ -187,16 +189,36 @@ def encode(obj: dict, pb: bool) -> bytes:
     return protobuf.encode(obj) if pb else json.dumps(obj).encode()
 
 
-async def bench(url: str, args: argparse.Namespace, tag: str, pb: bool = False) -> dict[str, dict]:
+def process_cpu(pid: int | None) -> float:
+    """CPU seconds (user + system) a process has used so far, from /proc; 0 where that is not available."""
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def bench(url: str, args: argparse.Namespace, tag: str, pb: bool = False,
+                pid: int | None = None) -> dict[str, dict]:
+    """Each operation's figures, with `cpu_ms`: the server's CPU milliseconds per request (when `pid` is given)."""
     n, c = args.requests, args.concurrency
     headers = PB_HEADERS if pb else JSON_HEADERS
     out = {}
-    out["create"] = await run_requests(url, lambda i: ("POST", NS_PATH, encode(claim(f"{tag}-{i}"), pb)), n, c,
-                                       headers)
-    out["get"] = await run_requests(url, lambda i: ("GET", f"{NS_PATH}/{tag}-{i % n}", None), n, c, headers)
-    out["list (limit=100)"] = await run_requests(url, lambda i: ("GET", NS_PATH + "?limit=100", None),
-                                                 max(n // 10, 10), c, headers)
-    out[f"watch fan-out x{args.watchers}"] = await watch_fanout(url, args.watchers, args.writes, f"{tag}-w", pb)
+
+    async def timed(op: str, run) -> None:
+        before = process_cpu(pid)
+        out[op] = await run
+        out[op]["cpu_ms"] = (process_cpu(pid) - before) * 1000 / max(out[op].get("n", 0), 1)
+
+    await timed("create", run_requests(url, lambda i: ("POST", NS_PATH, encode(claim(f"{tag}-{i}"), pb)), n, c,
+                                       headers))
+    await timed("get", run_requests(url, lambda i: ("GET", f"{NS_PATH}/{tag}-{i % n}", None), n, c, headers))
+    await timed("list (limit=100)", run_requests(url, lambda i: ("GET", NS_PATH + "?limit=100", None),
+                                                 max(n // 10, 10), c, headers))
+    await timed(f"watch fan-out x{args.watchers}", watch_fanout(url, args.watchers, args.writes, f"{tag}-w", pb))
     return out
 
 
@@ -270,8 +292,8 @@ async def main() -> None:
             await wait_ready(durl)
             await wait_ready(burl)
             bare = await bench(burl, args, "bare")
-            mock = await bench(durl, args, "dramock")
-            mock_pb = await bench(durl, args, "dramock-pb", pb=True)
+            mock = await bench(durl, args, "dramock", pid=procs[0].pid)
+            mock_pb = await bench(durl, args, "dramock-pb", pb=True, pid=procs[0].pid)
         finally:
             for proc in procs:
                 proc.terminate()
@@ -279,15 +301,17 @@ async def main() -> None:
     print(f"ResourceClaims: {args.requests} requests per op, concurrency {args.concurrency}, "
           f"{args.watchers} watchers x {args.writes} writes")
     header = f"{'operation':<24}{'JSON ops/s':>11}{'p50 ms':>8}{'p99 ms':>8}   {'protobuf ops/s':>15}{'p50 ms':>8}" \
-             f"{'p99 ms':>8}   {'bare ops/s':>11}{'p50 ms':>8}   {'ratio':>6}"
+             f"{'p99 ms':>8}   {'bare ops/s':>11}{'p50 ms':>8}   {'ratio':>6}   {'server cpu ms/op (JSON/pb)':>26}"
     print(header)
     print("-" * len(header))
     for op in mock:
         m, q, b = mock[op], mock_pb[op], bare[op]
         print(f"{op:<24}{m['ops']:>11.0f}{m['p50']:>8.2f}{m['p99']:>8.2f}   {q['ops']:>15.0f}{q['p50']:>8.2f}"
-              f"{q['p99']:>8.2f}   {b['ops']:>11.0f}{b['p50']:>8.2f}   {m['ops'] / b['ops']:>6.2f}")
+              f"{q['p99']:>8.2f}   {b['ops']:>11.0f}{b['p50']:>8.2f}   {m['ops'] / b['ops']:>6.2f}"
+              f"   {m['cpu_ms']:>12.3f} / {q['cpu_ms']:<11.3f}")
     print("(JSON and protobuf: dramock; bare: aiohttp answering JSON with no API machinery; ratio = dramock JSON "
-          "throughput / bare; watch fan-out counts events delivered)")
+          "throughput / bare; watch fan-out counts events delivered; server cpu ms/op = the dramock process's CPU time "
+          "per request or event, the steadier figure on a busy machine)")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import ssl
 from dataclasses import dataclass
 from typing import Any
 
+import uvloop
 from aiohttp import web, web_protocol
 
 from dramock import errors
@@ -52,8 +53,10 @@ class _HeaderDeadline(asyncio.Protocol):
 
     def _expire(self) -> None:
         self.timer = None
-        if isinstance(self.transport, asyncio.Transport) and not self.transport.is_closing():
-            self.transport.abort()
+        # uvloop's transports are not asyncio.Transport subclasses: ask for what is used.
+        abort = getattr(self.transport, "abort", None)
+        if self.transport is not None and abort is not None and not self.transport.is_closing():
+            abort()
 
     def data_received(self, data: bytes) -> None:
         if self.timer is not None:
@@ -151,5 +154,6 @@ def tls_context(cert_file: str, key_file: str, client_ca_file: str) -> ssl.SSLCo
 
 
 def run(app: web.Application, options: ServingOptions, **handler_args: Any) -> None:
-    """Serve until SIGINT/SIGTERM, then shut down as web.run_app does."""
-    asyncio.run(_serve(app, options, **handler_args))
+    """Serve until SIGINT/SIGTERM, then shut down as web.run_app does, on uvloop's event loop."""
+    # uvloop: measured 4-20 % less CPU per request than asyncio's own loop (bench/apiserver.py, server cpu ms/op).
+    uvloop.run(_serve(app, options, **handler_args))

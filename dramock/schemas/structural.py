@@ -7,6 +7,7 @@ values of the wrong JSON type are decode errors (400), exactly where client-go's
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -138,56 +139,134 @@ def _quantity(value: Any, report: DecodeReport) -> Any:
     return str(q)
 
 
+@dataclass(frozen=True, slots=True)
+class _Node:
+    """What _walk needs of one schema node, worked out once per schema dict (the definitions are loaded once)."""
+    special: str  # "time" | "micro" | "quantity" | "raw" | ""
+    schema: defs.Schema
+    resolved: defs.Schema
+    one_of: list | None
+    types: frozenset[str]
+    int_range: tuple[int, int]
+    props: dict[str, defs.Schema] | None
+    required: frozenset[str]
+    preserve: bool
+    add: defs.Schema | None
+    items: defs.Schema | None
+    owner: str | None  # the Go struct a nested struct names its fields after
+    keeps_null: bool
+
+
+_NODES: dict[int, tuple[defs.Schema, _Node]] = {}
+
+
+def _node(schema: defs.Schema) -> _Node:
+    hit = _NODES.get(id(schema))
+    if hit is None or hit[0] is not schema:  # holding `schema` keeps its id from being reused
+        hit = _NODES[id(schema)] = (schema, _compile(schema))
+    return hit[1]
+
+
+def _compile(schema: defs.Schema) -> _Node:
+    ref = defs.ref_name(schema)
+    special = {_TIME: "time", _MICRO_TIME: "micro", _QUANTITY: "quantity", _RAW_EXTENSION: "raw"}.get(ref or "", "")
+    resolved = defs.resolve(schema)
+    props = resolved.get("properties")
+    add = resolved.get("additionalProperties")
+    return _Node(
+        special=special, schema=schema, resolved=resolved,
+        one_of=resolved["oneOf"] if "oneOf" in resolved else None,
+        types=frozenset(defs.types_of(resolved)),
+        int_range=_INT_RANGE.get(resolved.get("format") or "int64", _INT_RANGE["int64"]),
+        props=props, required=frozenset(resolved.get("required", ())) if props is not None else frozenset(),
+        preserve=bool(resolved.get("x-kubernetes-preserve-unknown-fields")),
+        add=add if isinstance(add, dict) else None,
+        items=resolved["items"] if "items" in resolved else None,
+        owner=_go_name(ref).split(".", 1)[1] if ref and props is not None else None,
+        keeps_null=_keeps_null(schema))
+
+
+def _node_type_ok(value: Any, n: _Node) -> bool:
+    """_type_ok(value, n.resolved), from the compiled node."""
+    if value is None:
+        return True
+    if n.one_of is not None:  # Quantity, IntOrString
+        return any(_type_ok(value, alt) for alt in n.one_of)
+    types = n.types
+    if not types:
+        return True
+    t = type(value)
+    if t is str:
+        return "string" in types
+    if t is dict:
+        return "object" in types
+    if isinstance(value, bool):
+        return "boolean" in types
+    if isinstance(value, int):
+        if "integer" in types:
+            lo, hi = n.int_range
+            return lo <= value <= hi
+        return "number" in types
+    if isinstance(value, float):
+        return "number" in types
+    if isinstance(value, str):
+        return "string" in types
+    if isinstance(value, list):
+        return "array" in types
+    return "object" in types
+
+
 def _walk(value: Any, schema: defs.Schema, path: str, report: DecodeReport, owner: str) -> Any:
     """Check `value`; returns it, normalized where Go's decoding would (timestamps, quantities).
 
     `owner` is the Go struct the current path started in (it names the field in type errors).
     """
-    ref = defs.ref_name(schema)
-    if ref in (_TIME, _MICRO_TIME):
-        return _timestamp(value, ref == _MICRO_TIME, report)
-    if ref == _QUANTITY:
-        return _quantity(value, report)
-    if ref == _RAW_EXTENSION:
-        return value  # any JSON: semantic validation decides what it may hold
-    resolved = defs.resolve(schema)
-    if not _type_ok(value, resolved):
+    n = _node(schema)
+    special = n.special
+    if special:
+        if special == "time" or special == "micro":
+            return _timestamp(value, special == "micro", report)
+        if special == "quantity":
+            return _quantity(value, report)
+        return value  # RawExtension, any JSON: semantic validation decides what it may hold
+    if not _node_type_ok(value, n):
         report.type_errors.append(_type_error(value, schema, path, owner))
         return value
     if value is None:
         return value
     if isinstance(value, dict):
-        props = resolved.get("properties")
+        props = n.props
         if props is not None:
-            if ref:  # a nested struct: Go names fields below it after this struct
-                owner, path_base = _go_name(ref).split(".", 1)[1], path
-            else:
-                path_base = path
+            if n.owner is not None:  # a nested struct: Go names fields below it after this struct
+                owner = n.owner
             for key in list(value):
-                child_path = f"{path_base}.{key}" if path_base else key
-                if key in props:
-                    if value[key] is None and not _keeps_null(props[key]):
+                child_path = f"{path}.{key}" if path else key
+                child = props.get(key)
+                if child is not None:
+                    if value[key] is None and not _node(child).keeps_null:
                         # Go leaves the field at its zero value: one that is always encoded (no omitempty, which
                         # the schema lists as required) comes back as that zero, the others as if absent.
-                        if key in resolved.get("required", ()):
-                            value[key] = _zero(props[key])
+                        if key in n.required:
+                            value[key] = _zero(child)
                         else:
                             del value[key]
                             continue
-                    value[key] = _walk(value[key], props[key], child_path, report, owner)
-                elif not resolved.get("x-kubernetes-preserve-unknown-fields"):
+                    value[key] = _walk(value[key], child, child_path, report, owner)
+                elif not n.preserve:
                     report.unknown.append(child_path)
                     del value[key]
-        elif isinstance(resolved.get("additionalProperties"), dict):
-            add = resolved["additionalProperties"]
+        elif n.add is not None:
+            add = n.add
+            add_keeps_null = _node(add).keeps_null
             for key in list(value):
-                if value[key] is None and not _keeps_null(add):
+                if value[key] is None and not add_keeps_null:
                     value[key] = _zero(add)
                 value[key] = _walk(value[key], add, f"{path}[{key}]", report, owner)
-    elif isinstance(value, list) and "items" in resolved:
-        items = resolved["items"]
+    elif isinstance(value, list) and n.items is not None:
+        items = n.items
+        items_keeps_null = _node(items).keeps_null
         for i, v in enumerate(value):
-            if v is None and not _keeps_null(items):
+            if v is None and not items_keeps_null:
                 v = _zero(items)  # Go decodes a null element to the element type's zero value
             value[i] = _walk(v, items, f"{path}[{i}]", report, owner)
     return value

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from .paths import FieldSet, Path, PathElement, _pe_sort_key
 from .values import _freeze, _go_json, _thaw
@@ -46,10 +47,12 @@ def _parse_pe_key(key: str) -> PathElement | None:
     return None
 
 
-@dataclass
 class _Node:
-    members: set = field(default_factory=set)
-    children: dict = field(default_factory=dict)
+    __slots__ = ("members", "children")
+
+    def __init__(self) -> None:
+        self.members: set = set()
+        self.children: dict = {}
 
 
 def _tree(paths: Iterable[Path]) -> _Node:
@@ -62,8 +65,31 @@ def _tree(paths: Iterable[Path]) -> _Node:
     return root
 
 
+# Most writes store field sets seen before (every pod of a workload has the same ones): both directions of
+# the FieldsV1 encoding are remembered, bounded, as JSON text so that every caller gets its own objects.
+_CACHE_SIZE = 4096
+_ENCODED: dict[frozenset, bytes] = {}
+_DECODED: dict[bytes, frozenset] = {}
+
+
+def _remember(cache: dict, key: Any, value: Any) -> None:
+    if len(cache) >= _CACHE_SIZE:
+        cache.pop(next(iter(cache)))
+    cache[key] = value
+
+
 def set_to_fields(paths: Iterable[Path]) -> dict:
     """A field set in upstream's FieldsV1 shape, keys in upstream's order (`.` first)."""
+    key = frozenset(paths)
+    hit = _ENCODED.get(key)
+    if hit is None:
+        hit = orjson.dumps(_set_to_fields(key))
+        _remember(_ENCODED, key, hit)
+        _remember(_DECODED, hit, key)  # the object's next write reads this entry back
+    return orjson.loads(hit)
+
+
+def _set_to_fields(paths: Iterable[Path]) -> dict:
     def emit(node: _Node, include_self: bool) -> dict:
         out: dict = {}
         if include_self and (node.members or node.children):
@@ -78,6 +104,18 @@ def set_to_fields(paths: Iterable[Path]) -> dict:
 
 def fields_to_set(fields: Any) -> FieldSet:
     """The field set a FieldsV1 document describes."""
+    try:
+        key = orjson.dumps(fields)
+    except (TypeError, orjson.JSONEncodeError):
+        return _fields_to_set(fields)
+    hit = _DECODED.get(key)
+    if hit is None:
+        hit = frozenset(_fields_to_set(fields))
+        _remember(_DECODED, key, hit)
+    return set(hit)
+
+
+def _fields_to_set(fields: Any) -> FieldSet:
     def read(d: Any, prefix: Path, out: FieldSet) -> bool:
         """Adds d's paths under prefix; True when d marks `prefix` itself as a member."""
         if not isinstance(d, dict):

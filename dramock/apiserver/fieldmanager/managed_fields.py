@@ -3,6 +3,7 @@ order) and storing them on an object."""
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -36,10 +37,10 @@ class _Entry:
     @property
     def ident(self) -> str:
         """BuildManagerIdentifier: the entry minus time and fields (and apiVersion for appliers)."""
-        d = {"manager": self.manager, "operation": self.operation,
-             "apiVersion": self.api_version if self.operation == "Update" else "",
-             "subresource": self.subresource}
-        return _go_json({k: v for k, v in d.items() if v})
+        try:
+            return _ident(self.manager, self.operation, self.api_version, self.subresource)
+        except TypeError:  # a request's entry may carry unhashable values (a list as manager)
+            return _ident.__wrapped__(self.manager, self.operation, self.api_version, self.subresource)
 
     def describe(self) -> str:
         """printManager, as conflict messages name a manager."""
@@ -49,6 +50,14 @@ class _Entry:
         if self.operation == "Update":
             s += f" using {self.api_version}"
         return s
+
+
+@functools.lru_cache(maxsize=1024)
+def _ident(manager: str, operation: str, api_version: str, subresource: str) -> str:
+    """_Entry.ident, remembered: every write asks it of every entry, and there are few managers."""
+    d = {"manager": manager, "operation": operation, "apiVersion": api_version if operation == "Update" else "",
+         "subresource": subresource}
+    return _go_json({k: v for k, v in d.items() if v})
 
 
 Managed = dict[str, _Entry]

@@ -22,7 +22,7 @@ from .paths import FieldSet, Path
 from .schema import _root
 from .typed import _comparison, _drop_nulls, _ensure_named_fields, _field_set, _merge, _remove_items, _validate
 from .update import _record_update
-from .values import Obj, _equal
+from .values import Obj, _same
 
 BEFORE_FIRST_APPLY = "before-first-apply"
 
@@ -142,7 +142,7 @@ def _apply_once(root: defs.Schema, live: Obj, config: Obj, managed: Managed, me:
     mine.fields = mine.fields - STRIPPED
     managed = {i: e for i, e in managed.items() if e.fields}
 
-    if _equal(live, new):
+    if _same(live, new):
         return live, managed  # a no-op apply keeps the object and the applier's time
     if me.ident in managed:
         managed[me.ident].time = now

@@ -26,7 +26,7 @@ from .schema import (
     _Type,
     _type_of,
 )
-from .values import Obj, _equal
+from .values import Obj, _same
 
 
 def _validate(prop: defs.Schema, v: Any, path: Path, errors: list[str]) -> None:
@@ -102,7 +102,7 @@ class _Comparison:
 
 def _compare(prop: defs.Schema, lhs: Any, rhs: Any, path: Path, c: _Comparison) -> None:
     """typed.Compare: leaves report added/modified/removed; containers report only added/removed."""
-    if lhs is not MISSING and rhs is not MISSING and (lhs is rhs or _equal(lhs, rhs)):
+    if lhs is not MISSING and rhs is not MISSING and _same(lhs, rhs):
         return  # an unchanged subtree reports nothing (most of an object on an update)
     t = _deduce(prop, rhs if rhs is not MISSING else lhs)
     leaf = True
@@ -125,8 +125,8 @@ def _compare(prop: defs.Schema, lhs: Any, rhs: Any, path: Path, c: _Comparison) 
             c.added.add(path)
         elif rhs is MISSING:
             c.removed.add(path)
-        elif not _equal(lhs, rhs):
-            c.modified.add(path)
+        else:
+            c.modified.add(path)  # both present and not _same (checked on the way in)
     elif path:
         if lhs is MISSING:
             c.added.add(path)

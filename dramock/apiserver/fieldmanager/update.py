@@ -112,9 +112,11 @@ def track_update(old: Obj | None, new: Obj, *, manager: str, api_version: str, d
     dotted top-level paths the strategy resets for this endpoint ("status" on the main resource,
     "spec"/"metadata" on status), which nobody gains by writing them.
     """
-    result = clone(new)
+    # Only the top level and metadata are written here (managedFields); the rest is shared with `new`.
+    result = dict(new)
     if not isinstance(result.get("metadata"), dict):
-        return result
+        return clone(result)
+    result["metadata"] = dict(result["metadata"])
     managed = _managed_for_update(old, new, subresource)
     result["metadata"].pop("managedFields", None)
     if not managed and old is not None and _meta(old).get("uid"):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import orjson
+
 Obj = dict[str, Any]
 
 
@@ -48,6 +50,21 @@ def _equal(a: Any, b: Any) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
     return type(a) is type(b) and a == b
+
+
+def _same(a: Any, b: Any) -> bool:
+    """_equal(a, b), the usual answers found in C: `==` is looser than _equal (True == 1), never stricter, so
+    it rules out a difference; the same JSON text (types and order included) rules out a bool/number pair."""
+    if a is b:
+        return True
+    if a != b:
+        return False
+    try:
+        if orjson.dumps(a) == orjson.dumps(b):
+            return True
+    except (TypeError, orjson.JSONEncodeError):
+        pass
+    return _equal(a, b)  # a different key order, 1 against 1.0, or what orjson does not encode
 
 
 _VALUE_RANK = {"n": 0, "s": 1, "b": 2, "l": 3, "m": 4, "z": 5}
