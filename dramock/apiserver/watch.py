@@ -234,11 +234,12 @@ class WatchHandler:
 
         def next_bookmark_time(now: float) -> float | None:
             # Upstream's cacher: every bookmark interval, and one 2 s before the watch times out so that the
-            # client can resume from a fresh resourceVersion; none once that moment has passed.
+            # client can resume from a fresh resourceVersion; none once that moment has come. Strictly later:
+            # uvloop's clock has millisecond steps, so "now" can equal the moment just served.
             at = now + self.bookmark_interval
             if deadline < at:
                 at = deadline - 2
-            return at if at >= now else None
+            return at if at > now else None
 
         next_bookmark = next_bookmark_time(loop.time()) if bookmarks else None
         while True:
