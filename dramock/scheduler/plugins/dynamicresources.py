@@ -16,6 +16,7 @@ from fractions import Fraction
 import aiohttp
 
 from dramock.client.rest import APIStatusError, resource_path
+from dramock.client.retry import DEFAULT_BACKOFF, retry_on_conflict
 from dramock.scheduler import bindingconditions, nodeallocatable
 from dramock.scheduler.events import Events, now_time
 from dramock.scheduler.framework import GROUP, VERSION, BindError, Obj
@@ -295,7 +296,14 @@ class DynamicResources(Events):
         if allocation is not None and bindingconditions.binding_conditions_on(self.gates):
             # The binding timeout counts from the moment the allocation is written (upstream's bindClaim).
             allocation = {**allocation, "allocationTimestamp": now_time()}
-        for attempt in range(5):
+        fresh = False
+
+        async def write() -> Obj | None:
+            # The first attempt writes over the informer's claim; after a conflict, over a fresh read of it.
+            nonlocal claim, fresh
+            if fresh:
+                claim = await self.client.request("GET", path)
+            fresh = True
             if claim is None or claim["metadata"].get("uid") != cuid:
                 raise BindError(f"resourceclaim {ns}/{cname} changed (deleted or replaced)")
             if claim["metadata"].get("deletionTimestamp"):
@@ -303,56 +311,50 @@ class DynamicResources(Events):
             # Shallow copies: the values written are new lists and dicts, never the cached claim's own.
             status = dict(claim.get("status") or {})
             reserved = status.get("reservedFor") or []
-            try:
-                if allocation is not None:
-                    if status.get("allocation") and status["allocation"] != allocation:
-                        raise BindError(f"resourceclaim {ns}/{cname} was allocated by someone else")
-                    if FINALIZER not in (claim["metadata"].get("finalizers") or []):
-                        c = {**claim, "metadata": {**claim["metadata"], "finalizers": list(
-                            claim["metadata"].get("finalizers") or []) + [FINALIZER]}}
-                        claim = await self.client.request("PUT", path, c)
-                    status["allocation"] = allocation
-                elif not status.get("allocation"):
-                    raise BindError(f"resourceclaim {ns}/{cname} is no longer allocated")
-                if any(r.get("uid") == uid for r in reserved):
-                    if allocation is None or (claim.get("status") or {}).get("allocation") == allocation:
-                        return None
-                elif len(reserved) >= RESERVED_FOR_MAX:
-                    raise BindError(f"resourceclaim {ns}/{cname} is reserved for too many consumers")
-                else:
-                    status["reservedFor"] = reserved + [{"resource": "pods", "name": pod["metadata"]["name"],
-                                                         "uid": uid}]
-                return await self.client.request("PUT", path + "/status", {**claim, "status": status})
-            except APIStatusError as e:
-                if e.code != 409 or attempt == 4:
-                    raise
-                claim = await self.client.request("GET", path)
-        return None
+            if allocation is not None:
+                if status.get("allocation") and status["allocation"] != allocation:
+                    raise BindError(f"resourceclaim {ns}/{cname} was allocated by someone else")
+                if FINALIZER not in (claim["metadata"].get("finalizers") or []):
+                    c = {**claim, "metadata": {**claim["metadata"], "finalizers": list(
+                        claim["metadata"].get("finalizers") or []) + [FINALIZER]}}
+                    claim = await self.client.request("PUT", path, c)
+                status["allocation"] = allocation
+            elif not status.get("allocation"):
+                raise BindError(f"resourceclaim {ns}/{cname} is no longer allocated")
+            if any(r.get("uid") == uid for r in reserved):
+                if allocation is None or (claim.get("status") or {}).get("allocation") == allocation:
+                    return None
+            elif len(reserved) >= RESERVED_FOR_MAX:
+                raise BindError(f"resourceclaim {ns}/{cname} is reserved for too many consumers")
+            else:
+                status["reservedFor"] = reserved + [{"resource": "pods", "name": pod["metadata"]["name"],
+                                                     "uid": uid}]
+            return await self.client.request("PUT", path + "/status", {**claim, "status": status})
+
+        # Upstream's bindClaim retries conflicts with client-go's DefaultBackoff.
+        return await retry_on_conflict(write, DEFAULT_BACKOFF)
 
     async def _unreserve(self, ns: str, written: list[tuple[str, str]], uid: str, allocated_here: set[str]) -> None:
         """Remove the pod from the claims it was written into; an allocation made for it alone is cleared too
         (the claim controller then drops the finalizer)."""
         for _, cname in written:
             path = resource_path(GROUP, VERSION, "resourceclaims", ns, cname)
-            for _attempt in range(5):
-                try:
-                    claim = await self.client.request("GET", path)
-                    status = claim.get("status") or {}
-                    reserved = status.get("reservedFor") or []
-                    if not any(r.get("uid") == uid for r in reserved):
-                        break
-                    status["reservedFor"] = [r for r in reserved if r.get("uid") != uid]
-                    if not status["reservedFor"]:
-                        del status["reservedFor"]
-                        if claim["metadata"].get("uid") in allocated_here:
-                            status.pop("allocation", None)
-                    claim["status"] = status
-                    await self.client.request("PUT", path + "/status", claim)
-                    break
-                except APIStatusError as e:
-                    if e.code != 409:
-                        log.info("unreserve %s/%s: %s", ns, cname, e)
-                        break
-                except (aiohttp.ClientError, asyncio.TimeoutError) as e:
-                    log.info("unreserve %s/%s: %s", ns, cname, e)
-                    break
+
+            async def remove(path: str = path) -> None:
+                claim = await self.client.request("GET", path)
+                status = claim.get("status") or {}
+                reserved = status.get("reservedFor") or []
+                if not any(r.get("uid") == uid for r in reserved):
+                    return
+                status["reservedFor"] = [r for r in reserved if r.get("uid") != uid]
+                if not status["reservedFor"]:
+                    del status["reservedFor"]
+                    if claim["metadata"].get("uid") in allocated_here:
+                        status.pop("allocation", None)
+                claim["status"] = status
+                await self.client.request("PUT", path + "/status", claim)
+
+            try:
+                await retry_on_conflict(remove)
+            except (APIStatusError, aiohttp.ClientError, asyncio.TimeoutError) as e:
+                log.info("unreserve %s/%s: %s", ns, cname, e)
