@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from fractions import Fraction
 
 from dramock.scheduler.allocator.model import (
@@ -150,28 +151,23 @@ class _Allocator(_Results):
             raise _MaxSize()
         if req.mode == "All":
             undo = self.try_device(ci, req, req.all_devs[di], True)
-            if undo is None:
-                return False
-            try:
-                if self.device_step(ci, ri, req, di + 1):
-                    return True
-            except BaseException:
-                undo()
-                raise
-            undo()
-            return False
+            return undo is not None and self._descend(ci, ri, req, di, undo)
         for dev in self.candidates(ci, req):
             undo = self.try_device(ci, req, dev, False)
-            if undo is None:
-                continue
-            try:
-                if self.device_step(ci, ri, req, di + 1):
-                    return True
-            except BaseException:
-                undo()
-                raise
-            undo()
+            if undo is not None and self._descend(ci, ri, req, di, undo):
+                return True
         return False
+
+    def _descend(self, ci: int, ri: int, req: _Req, di: int, undo: Callable[[], None]) -> bool:
+        """Search on with device `di` taken; it is given back unless the search below succeeded."""
+        try:
+            found = self.device_step(ci, ri, req, di + 1)
+        except BaseException:
+            undo()
+            raise
+        if not found:
+            undo()
+        return found
 
     def run(self) -> AllocationOutcome:
         self.gather_pools()
