@@ -228,15 +228,19 @@ class Rest:
         items: list[tuple[str, Obj]] = []
         more = False
         remaining = 0
-        for name, obj in self.store.list(kind.storage_bucket, prefix, start_after,
-                                         at if at is not None and at < self.store.revision else None):
-            if match is not None and not match(obj):
-                continue
-            if limit and len(items) >= limit:
-                more = True
-                remaining += 1
-                continue
-            items.append((name, obj))
+        past = at if at is not None and at < self.store.revision else None
+        if limit and match is None:
+            # Every object is on the page or in remainingItemCount: the rest is counted, never read.
+            items, remaining = self.store.page(kind.storage_bucket, prefix, start_after, past, limit)
+            more = remaining > 0
+        else:
+            for name, obj in self.store.list(kind.storage_bucket, prefix, start_after, past):
+                if match is not None and not match(obj):
+                    continue
+                if limit and len(items) >= limit:
+                    more = True  # a selector's list has no remainingItemCount: one more match is enough
+                    break
+                items.append((name, obj))
         list_meta: Obj = {"resourceVersion": str(list_rev)}
         if more:
             list_meta["continue"] = _encode_continue(list_rev, items[-1][0])
