@@ -258,8 +258,7 @@ class Rest:
         values = []  # each item's stored JSON after its leading apiVersion and kind
         for name, _ in items:
             v = encoded(bucket, name)
-            m = type_meta(v) if v is not None else None
-            if m is None:  # stored in another key order: encode the slow way
+            if v is None or (m := type_meta(v)) is None:  # stored in another key order: encode the slow way
                 return None
             values.append(v[m.end():])
         head = codec.dumps({k: v for k, v in body.items() if k != "items"})
