@@ -1,6 +1,7 @@
 """API server throughput and latency for ResourceClaims, beside a bare aiohttp baseline in the same run.
 
     python bench/apiserver.py [--requests 2000] [--concurrency 16] [--watchers 50]
+    python bench/apiserver.py --ops list --list-requests 2000     # one operation only (reads are seeded)
     python bench/apiserver.py --replicas 2 --database-url postgresql+psycopg://user@host:5432/db
 
 Both servers run as separate processes on loopback. The baseline is an aiohttp handler that answers the
@@ -37,6 +38,7 @@ PB = protobuf.MEDIA_TYPE
 JSON_HEADERS = {"Content-Type": "application/json"}
 PB_HEADERS = {"Content-Type": PB, "Accept": PB}
 NS_PATH = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
+OPS = ("create", "get", "list", "watch")
 
 
 def claim(name: str) -> dict:
@@ -213,12 +215,20 @@ async def bench(url: str, args: argparse.Namespace, tag: str, pb: bool = False,
         out[op] = await run
         out[op]["cpu_ms"] = (process_cpu(pid) - before) * 1000 / max(out[op].get("n", 0), 1)
 
-    await timed("create", run_requests(url, lambda i: ("POST", NS_PATH, encode(claim(f"{tag}-{i}"), pb)), n, c,
-                                       headers))
-    await timed("get", run_requests(url, lambda i: ("GET", f"{NS_PATH}/{tag}-{i % n}", None), n, c, headers))
-    await timed("list (limit=100)", run_requests(url, lambda i: ("GET", NS_PATH + "?limit=100", None),
-                                                 max(n // 10, 10), c, headers))
-    await timed(f"watch fan-out x{args.watchers}", watch_fanout(url, args.watchers, args.writes, f"{tag}-w", pb))
+    ops = args.ops
+    creates = run_requests(url, lambda i: ("POST", NS_PATH, encode(claim(f"{tag}-{i}"), pb)), n, c, headers)
+    if "create" in ops:
+        await timed("create", creates)
+    else:
+        await creates  # the objects the reads read
+    if "get" in ops:
+        await timed("get", run_requests(url, lambda i: ("GET", f"{NS_PATH}/{tag}-{i % n}", None), n, c, headers))
+    if "list" in ops:
+        await timed("list (limit=100)", run_requests(url, lambda i: ("GET", NS_PATH + "?limit=100", None),
+                                                     args.list_requests or max(n // 10, 10), c, headers))
+    if "watch" in ops:
+        await timed(f"watch fan-out x{args.watchers}",
+                    watch_fanout(url, args.watchers, args.writes, f"{tag}-w", pb))
     return out
 
 
@@ -272,10 +282,17 @@ async def main() -> None:
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--watchers", type=int, default=50)
     p.add_argument("--writes", type=int, default=200)
+    p.add_argument("--ops", type=lambda v: set(v.split(",")), default=set(OPS), metavar="OP,...",
+                   help=f"operations to measure, of {','.join(OPS)} (default all; the creates run anyway, "
+                        "untimed, for the reads to read)")
+    p.add_argument("--list-requests", type=int, default=0, metavar="N",
+                   help="list requests per run (default --requests / 10)")
     p.add_argument("--replicas", type=int, default=2, help="API servers on --database-url (scale-out mode)")
     p.add_argument("--database-url", default="",
                    help="SQLAlchemy URL of a shared database (e.g. PostgreSQL): measure 1 vs --replicas servers")
     args = p.parse_args()
+    if args.ops - set(OPS):
+        p.error(f"--ops: unknown {','.join(sorted(args.ops - set(OPS)))} (known: {','.join(OPS)})")
     if args.database_url:
         await scale_out(args)
         return

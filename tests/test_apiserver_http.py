@@ -116,6 +116,41 @@ def test_pagination_over_500_objects(fresh_server):
     assert names == [f"cm-{i:04d}" for i in range(520)]
 
 
+
+def _pages(server, path: str) -> list[dict]:
+    pages, token = [], ""
+    while True:
+        code, _, body = server.request("GET", path + (f"&continue={token}" if token else ""))
+        assert code == 200, body
+        pages.append(body)
+        token = body["metadata"].get("continue", "")
+        if not token:
+            return pages
+
+
+def test_pages_of_a_namespace_and_of_a_selection(fresh_server):
+    # Namespaces whose names sort right before and after "pg" ("pg-x/..." < "pg/..." < "pg0/..." in storage).
+    for ns in ("pg", "pg-x", "pg0"):
+        assert fresh_server.request("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})[0] == 201
+        for i in range(7):
+            code, _, _ = fresh_server.request("POST", f"/api/v1/namespaces/{ns}/configmaps", {
+                "metadata": {"name": f"cm-{i}", "labels": {"odd": str(i % 2)}}})
+            assert code == 201
+    pages = _pages(fresh_server, "/api/v1/namespaces/pg/configmaps?limit=3")
+    assert [[i["metadata"]["name"] for i in p["items"]] for p in pages] == [
+        ["cm-0", "cm-1", "cm-2"], ["cm-3", "cm-4", "cm-5"], ["cm-6"]]
+    assert [p["metadata"].get("remainingItemCount") for p in pages] == [4, 1, None]
+    # A selection's pages: no remainingItemCount, and a token only while another match follows.
+    pages = _pages(fresh_server, "/api/v1/namespaces/pg/configmaps?limit=2&labelSelector=odd%3D1")
+    assert [[i["metadata"]["name"] for i in p["items"]] for p in pages] == [["cm-1", "cm-3"], ["cm-5"]]
+    assert all("remainingItemCount" not in p["metadata"] for p in pages)
+    pages = _pages(fresh_server, "/api/v1/namespaces/pg/configmaps?limit=2&labelSelector=odd%3D0")
+    assert [[i["metadata"]["name"] for i in p["items"]] for p in pages] == [["cm-0", "cm-2"], ["cm-4", "cm-6"]]
+    all_ns = _pages(fresh_server, "/api/v1/configmaps?limit=5&labelSelector=odd%3D0")
+    names = [(i["metadata"]["namespace"], i["metadata"]["name"]) for p in all_ns for i in p["items"]]
+    assert [n for n in names if n[0].startswith("pg")] == [
+        (ns, f"cm-{i}") for ns in ("pg-x", "pg", "pg0") for i in (0, 2, 4, 6)]  # in key order
+
 def test_label_and_field_selectors(server):
     for name, labels in (("sel-a", {"app": "x", "tier": "1"}), ("sel-b", {"app": "y"}), ("sel-c", {})):
         server.request("POST", CLAIMS, claim(name, labels))

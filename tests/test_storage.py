@@ -246,3 +246,31 @@ def test_values_loaded_at_start_up_read_as_objects_everywhere(url):
     ev = s2.delete("b", "ns/o2")
     assert ev == {"i": 2, "rv": 8} and s2.events_since(7)[0].prev == {"i": 2, "rv": 3}
     s2.close()
+
+
+def test_page_is_the_head_of_list_and_counts_the_rest(url):
+    s = RevisionLog(url, stamp)
+    # Neighbours on both sides of the prefix: "ns" and "ns." sort around "ns/" names, "ns0/" after them.
+    for name in ("ns", "ns.x", "ns0/a", "ns/a", "ns/b", "ns/c", "ns/d", "nt/a", "a/a"):
+        s.create("b", name, {"n": name})
+    s.update("b", "ns/b", {"n": "b2"})
+    for prefix in ("", "ns/", "ns0/", "nz/"):
+        for start_after in ("", "ns/a", "ns/b", "ns/d", "ns/bb", "m", "zz"):
+            for at in (None, 10):
+                whole = list(s.list("b", prefix, start_after, at))
+                for limit in (1, 2, 3, 100):
+                    assert s.page("b", prefix, start_after, at, limit) == (whole[:limit], max(len(whole) - limit, 0))
+    assert s.page("b", "ns/", "ns/a", 9, 1) == ([("ns/b", {"n": "ns/b", "rv": 5})], 2)  # as it was at 9
+
+
+def test_page_reads_only_its_own_objects(url):
+    s = RevisionLog(url, stamp)
+    for i in range(50):
+        s.create("b", f"ns/o{i:02d}", {"i": i})
+    s.close()
+    s2 = RevisionLog(url, stamp, history=3)  # values loaded at start-up (not replayed) stay JSON text until read
+    items, rest = s2.page("b", "ns/", "ns/o09", None, 5)
+    assert [n for n, _ in items] == [f"ns/o{i}" for i in range(10, 15)] and rest == 35
+    read = [n for n, v in s2.bucket("b").objects.items() if not isinstance(v, str)]
+    assert read == [n for n, _ in items] + ["ns/o47", "ns/o48", "ns/o49"]  # the page, and the replayed history
+    s2.close()

@@ -228,15 +228,19 @@ class Rest:
         items: list[tuple[str, Obj]] = []
         more = False
         remaining = 0
-        for name, obj in self.store.list(kind.storage_bucket, prefix, start_after,
-                                         at if at is not None and at < self.store.revision else None):
-            if match is not None and not match(obj):
-                continue
-            if limit and len(items) >= limit:
-                more = True
-                remaining += 1
-                continue
-            items.append((name, obj))
+        past = at if at is not None and at < self.store.revision else None
+        if limit and match is None:
+            # Every object is on the page or in remainingItemCount: the rest is counted, never read.
+            items, remaining = self.store.page(kind.storage_bucket, prefix, start_after, past, limit)
+            more = remaining > 0
+        else:
+            for name, obj in self.store.list(kind.storage_bucket, prefix, start_after, past):
+                if match is not None and not match(obj):
+                    continue
+                if limit and len(items) >= limit:
+                    more = True  # a selector's list has no remainingItemCount: one more match is enough
+                    break
+                items.append((name, obj))
         list_meta: Obj = {"resourceVersion": str(list_rev)}
         if more:
             list_meta["continue"] = _encode_continue(list_rev, items[-1][0])
@@ -250,15 +254,15 @@ class Rest:
     def _encode_list(self, kind: Kind, body: Obj, items: builtins.list[tuple[str, Obj]], at: int | None) -> str | None:
         if convert.needs_conversion(kind) or at is not None:
             return None
-        values = []
+        bucket, encoded, type_meta = kind.storage_bucket, self.store.encoded, _TYPE_META_PREFIX.match
+        values = []  # each item's stored JSON after its leading apiVersion and kind
         for name, _ in items:
-            v = self.store.encoded(kind.storage_bucket, name)
-            stripped = _TYPE_META_PREFIX.sub("{", v, count=1) if v is not None else None
-            if stripped is None or stripped == v:  # stored in another key order: encode the slow way
+            v = encoded(bucket, name)
+            if v is None or (m := type_meta(v)) is None:  # stored in another key order: encode the slow way
                 return None
-            values.append(stripped)
+            values.append(v[m.end():])
         head = codec.dumps({k: v for k, v in body.items() if k != "items"})
-        return head[:-1] + ',"items":[' + ",".join(values) + "]}"
+        return head[:-1] + ',"items":[' + ("{" + ",{".join(values) if values else "") + "]}"
 
     # ---------------------------------------------------------------- create
 
@@ -717,7 +721,10 @@ _TYPE_META_PREFIX = re.compile(r'^\{"apiVersion":"[^"\\]*","kind":"[^"\\]*",')
 
 
 def _without_type_meta(obj: Obj) -> Obj:
-    return {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+    out = obj.copy()  # a C-level copy, then two removals: cheaper than filtering every key in Python
+    out.pop("apiVersion", None)
+    out.pop("kind", None)
+    return out
 
 
 def _with_dry_run(query: MultiMapping[str]) -> MultiMapping[str]:

@@ -241,6 +241,29 @@ class RevisionLog:
 
         With `at`, the bucket as it was at that revision (Compacted if history no longer reaches it).
         """
+        names, value, lo, hi = self._range(bucket, prefix, start_after, at)
+        for i in range(lo, hi):
+            obj = value(names[i])
+            assert obj is not None
+            yield names[i], obj
+
+    def page(self, bucket: str, prefix: str, start_after: str, at: int | None,
+             limit: int) -> tuple[builtins.list[tuple[str, Obj]], int]:
+        """The first `limit` pairs list() yields and how many more it would yield: those are counted from
+        the sorted names, never read (a page of a big collection costs the page, not the collection)."""
+        names, value, lo, hi = self._range(bucket, prefix, start_after, at)
+        end = min(hi, lo + limit)
+        items = []
+        for i in range(lo, end):
+            obj = value(names[i])
+            assert obj is not None
+            items.append((names[i], obj))
+        return items, hi - end
+
+    def _range(self, bucket: str, prefix: str, start_after: str,
+               at: int | None) -> tuple[builtins.list[str], Callable[[str], Obj | None], int, int]:
+        """Sorted names, a reader of their values, and the index range [lo, hi) of the names list() yields:
+        those starting with `prefix`, after `start_after`."""
         b = self.bucket(bucket)
         if at is not None and at < self.revision:
             snapshot = self._snapshot(bucket, at)
@@ -253,15 +276,12 @@ class RevisionLog:
             names = b.sorted_names()
             value = b.value
         lo = bisect.bisect_left(names, max(prefix, start_after))
-        for i in range(lo, len(names)):
-            name = names[i]
-            if not name.startswith(prefix):
-                break
-            if name == start_after:
-                continue
-            obj = value(name)
-            assert obj is not None
-            yield name, obj
+        if lo < len(names) and names[lo] == start_after:
+            lo += 1
+        # The names starting with `prefix` are the ones from `prefix` up to (not including) its successor: the
+        # same string with its last character one code point higher.
+        hi = bisect.bisect_left(names, prefix[:-1] + chr(ord(prefix[-1]) + 1), lo) if prefix else len(names)
+        return names, value, lo, max(lo, hi)
 
     def _snapshot(self, bucket: str, at: int) -> dict[str, Obj | str]:
         """The bucket at revision `at`, by undoing later events from the history."""
