@@ -42,6 +42,16 @@ from typing import Any
 import sqlalchemy as sa
 
 from dramock import fastjson
+from dramock.storage.errors import (
+    Compacted,
+    FutureRevision,
+    KeyExists,
+    KeyNotFound,
+    RevisionConflict,
+    StaleRead,
+    StorageError,
+    StorageFailure,
+)
 
 log = logging.getLogger("dramock.storage")
 
@@ -55,52 +65,6 @@ DEFAULT_HISTORY = 10_000
 COMPACT_BATCH = 2_000
 NOTIFY_CHANNEL = "dramock_revlog"
 _COMPACT_LOCK = 0x6472616D6F636B  # "dramock": the advisory lock only one replica's compactor holds
-
-
-class StorageError(Exception):
-    pass
-
-
-class KeyExists(StorageError):
-    pass
-
-
-class KeyNotFound(StorageError):
-    pass
-
-
-class RevisionConflict(StorageError):
-    """The caller's expected revision is not the key's current revision."""
-
-    def __init__(self, current: int):
-        super().__init__(f"current revision is {current}")
-        self.current = current
-
-
-class StaleRead(RevisionConflict):
-    """Shared mode: a write without a precondition was computed from this replica's copy of the key, and
-    another replica has written the key since. The caller catches up (`catch_up`) and computes it again, as
-    upstream's GuaranteedUpdate retries on a stale cache."""
-
-
-class Compacted(StorageError):
-    """The requested revision is older than the oldest revision still kept."""
-
-    def __init__(self, requested: int, oldest: int):
-        super().__init__(f"revision {requested} is compacted (oldest {oldest})")
-        self.requested = requested
-        self.oldest = oldest
-
-
-class FutureRevision(StorageError):
-    def __init__(self, requested: int, current: int):
-        super().__init__(f"revision {requested} is newer than the current revision {current}")
-        self.requested = requested
-        self.current = current
-
-
-class StorageFailure(StorageError):
-    """The database failed. The message is safe to show a client; the detail went to the log."""
 
 
 @dataclass(slots=True)
