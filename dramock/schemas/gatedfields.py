@@ -146,6 +146,16 @@ TABLE: tuple[GatedFields, ...] = (
                 upstream="pod dropDisabledPodStatusFields (draExendedResourceInUse)"),
     GatedFields(("DRANodeAllocatableResources",), "Pod", ("status.nodeAllocatableResourceClaimStatuses",),
                 upstream="pod dropDisabledPodStatusFields (node allocatable claim statuses, KEP-5517)"),
+    GatedFields(("GenericWorkload",), "Pod", ("spec.schedulingGroup",),
+                upstream="pod dropDisabledFields (schedulingGroup, KEP-4671)"),
+
+    # --- scheduling.k8s.io (KEP-5729): pkg/registry/scheduling/{podgroup,workload}/strategy.go ---
+    GatedFields(("DRAWorkloadResourceClaims",), "PodGroup", ("spec.resourceClaims",),
+                upstream="podgroup dropDisabledDRAWorkloadResourceClaimsFields"),
+    GatedFields(("DRAWorkloadResourceClaims",), "PodGroup", ("status.resourceClaimStatuses",),
+                in_use=("spec.resourceClaims",), upstream="podgroup dropDisabledPodGroupStatusFields"),
+    GatedFields(("DRAWorkloadResourceClaims",), "Workload", ("spec.podGroupTemplates[*].resourceClaims",),
+                upstream="workload dropDisabledDRAWorkloadResourceClaimsFields"),
 )
 
 # The stored kinds' 1.37 definitions, for resolving the table's paths.
@@ -156,6 +166,8 @@ ROOTS: dict[str, str] = {
     "DeviceClass": "io.k8s.api.resource.v1.DeviceClass",
     "DeviceTaintRule": "io.k8s.api.resource.v1.DeviceTaintRule",
     "Pod": "io.k8s.api.core.v1.Pod",
+    "PodGroup": "io.k8s.api.scheduling.v1beta1.PodGroup",
+    "Workload": "io.k8s.api.scheduling.v1beta1.Workload",
 }
 
 _BY_KIND: dict[str, tuple[GatedFields, ...]] = {}
