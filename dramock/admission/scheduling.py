@@ -27,6 +27,13 @@ class PodGroupStrategy(Strategy):
     def validate_semantic_update(self, new: Obj, old: Obj) -> list[Cause]:
         return v.validate_pod_group_update(new, old)
 
+    def prepare_for_status_update(self, new: Obj, old: Obj) -> None:
+        super().prepare_for_status_update(new, old)
+        # dropDisabledPodGroupStatusFields: kept while the gate is on or the stored spec uses group claims.
+        if not self.gates.enabled("DRAWorkloadResourceClaims") and \
+                not (old.get("spec") or {}).get("resourceClaims"):
+            (new.get("status") or {}).pop("resourceClaimStatuses", None)
+
     def validate_status_update(self, new: Obj, old: Obj) -> list[Cause]:
         return super().validate_status_update(new, old) + v.validate_pod_group_status_update(new, old)
 

@@ -146,14 +146,11 @@ TABLE: tuple[GatedFields, ...] = (
                 upstream="pod dropDisabledPodStatusFields (draExendedResourceInUse)"),
     GatedFields(("DRANodeAllocatableResources",), "Pod", ("status.nodeAllocatableResourceClaimStatuses",),
                 upstream="pod dropDisabledPodStatusFields (node allocatable claim statuses, KEP-5517)"),
-    GatedFields(("GenericWorkload",), "Pod", ("spec.schedulingGroup",),
-                upstream="pod dropDisabledFields (schedulingGroup, KEP-4671)"),
 
     # --- scheduling.k8s.io (KEP-5729): pkg/registry/scheduling/{podgroup,workload}/strategy.go ---
     GatedFields(("DRAWorkloadResourceClaims",), "PodGroup", ("spec.resourceClaims",),
                 upstream="podgroup dropDisabledDRAWorkloadResourceClaimsFields"),
-    GatedFields(("DRAWorkloadResourceClaims",), "PodGroup", ("status.resourceClaimStatuses",),
-                in_use=("spec.resourceClaims",), upstream="podgroup dropDisabledPodGroupStatusFields"),
+    # (status.resourceClaimStatuses: admission/scheduling.py, as it depends on the old object's spec)
     GatedFields(("DRAWorkloadResourceClaims",), "Workload", ("spec.podGroupTemplates[*].resourceClaims",),
                 upstream="workload dropDisabledDRAWorkloadResourceClaimsFields"),
 )
