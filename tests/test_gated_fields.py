@@ -505,7 +505,8 @@ EXAMPLES: list[Example] = [
             lambda o: o["spec"].update(resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "gpu"}])),
     Example(("DRAWorkloadResourceClaims",), "spec.podGroupTemplates[*].resourceClaims",
             lambda name: _named(BASES["Workload"](), name),
-            lambda o: o["spec"]["podGroupTemplates"][0].update(resourceClaims=[{"name": "n", "resourceClaimName": "c"}])),
+            lambda o: o["spec"]["podGroupTemplates"][0].update(
+                resourceClaims=[{"name": "n", "resourceClaimName": "c"}])),
 ]
 
 UNLOCKED = sorted({g for g, spec in GATES.items() if not spec.locked})

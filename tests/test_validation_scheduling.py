@@ -50,7 +50,7 @@ def test_valid_pod_group_with_claims():
 def test_pod_group_claim_rules(claim, expected):
     got = _errs(v.validate_pod_group(_group([claim])))
     assert [(f, r) for f, r, _ in got] == [(f, r) for f, r, _ in expected]
-    for (_, _, msg), (_, _, want) in zip(got, expected):
+    for (_, _, msg), (_, _, want) in zip(got, expected, strict=True):
         if want is not None:
             assert msg == want
 

@@ -38,7 +38,8 @@ def cluster_off(starts_processes) -> Iterator[Server]:
 def _template(s: Server, ns: str) -> None:
     create(s, f"{R}/namespaces/{ns}/resourceclaimtemplates", {
         "metadata": {"name": "gpu"},
-        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}})
+        "spec": {"spec": {"devices": {"requests": [
+            {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}})
 
 
 def _pod_group(s: Server, ns: str, name: str, claims: list[dict]) -> dict:
