@@ -10,8 +10,9 @@ pkg/controller/resourceclaim does it in 1.37:
 - a bound pod of the group whose group claim is allocated but not reserved reserves it for the PodGroup;
 - `status.reservedFor` entries of PodGroups that are gone are removed (the last one deallocates).
 
-It acts only while the server serves PodGroups (learned from discovery). The gate itself is the server's: with
-DRAWorkloadResourceClaims off a PodGroup has no `spec.resourceClaims`, so nothing here applies.
+It acts only with DRAWorkloadResourceClaims on (the controller manager's --feature-gates; `serve` passes its
+own) and PodGroups served (learned from discovery). With the gate off, a pod's claim is always its own and
+reservations for PodGroups are left alone, as upstream's controller does.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dramock.client import podgroups as discovery
 from dramock.client.informer import Informer, shared_informer
 from dramock.client.rest import APIStatusError, Client, resource_path
 from dramock.schemas import podgroups as pg
+from dramock.schemas.featuregates import FeatureGates
 
 if TYPE_CHECKING:
     from dramock.client.informer import WorkQueue
@@ -52,6 +54,7 @@ class PodGroupClaims:
     templates: Informer
     created: dict[tuple[str, str], Obj]
     creates: dict[str, int]
+    gates: FeatureGates
 
     def _init_podgroups(self) -> None:
         self.podgroups: Informer | None = None
@@ -59,7 +62,7 @@ class PodGroupClaims:
         self.group_pods: dict[tuple[str, str], set[str]] = {}
 
     async def _start_podgroups(self, stop: asyncio.Event, tasks: list[asyncio.Task]) -> None:
-        if not await discovery.served(self.client, stop):
+        if not self.gates.enabled(pg.GATE) or not await discovery.served(self.client, stop):
             return
         informer = shared_informer(self.client, resource_path(pg.GROUP, pg.VERSION, pg.PLURAL))
         informer.add_handler(self._on_pod_group)

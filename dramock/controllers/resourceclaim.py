@@ -25,6 +25,7 @@ from dramock.client.informer import WorkQueue, run_worker, shared_informer
 from dramock.client.rest import APIStatusError, Client, resource_path
 from dramock.controllers.podgroupclaims import PodGroupClaims
 from dramock.schemas import podgroups as pg
+from dramock.schemas.featuregates import FeatureGates
 
 log = logging.getLogger("dramock.controllers.resourceclaim")
 
@@ -112,8 +113,10 @@ def claim_metric_labels(claim: Obj) -> tuple[str, str, str]:
 
 
 class ResourceClaimController(PodGroupClaims):
-    def __init__(self, client: Client, workers: int = CONCURRENT_RESOURCECLAIM_SYNCS):
+    def __init__(self, client: Client, workers: int = CONCURRENT_RESOURCECLAIM_SYNCS,
+                 gates: FeatureGates | None = None):
         self.client = client
+        self.gates = gates or FeatureGates()
         self.workers = workers
         self.pods = shared_informer(client, "/api/v1/pods")
         self.claims = shared_informer(client, resource_path(GROUP, VERSION, "resourceclaims"))
