@@ -177,3 +177,24 @@ def test_gate_off_drops_the_group_claims_and_each_pod_gets_its_own(cluster_off):
                                                    "uid": pod["metadata"]["uid"]}]
     assert "status" not in get(s, f"{S}/namespaces/{ns}/podgroups/trainers") or \
         not get(s, f"{S}/namespaces/{ns}/podgroups/trainers")["status"].get("resourceClaimStatuses")
+
+
+@pytest.mark.e2e
+def test_a_pod_created_before_its_group_waits_for_the_groups_claim(cluster_on):
+    s = cluster_on
+    ns = make_ns(s, "wl")
+    _template(s, ns)
+    _pod(s, ns, "early", "late-group", GROUP_CLAIM)
+    # No claim of its own while the PodGroup it names is missing: the group may share one. (A pod outside any
+    # group, created after it, gets its claim and runs meanwhile.)
+    create(s, f"/api/v1/namespaces/{ns}/pods", {
+        "metadata": {"name": "witness"},
+        "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]}}],
+                 "resourceClaims": [GROUP_CLAIM]}})
+    wait_for(lambda: _running(s, ns, "witness"), 60, what="witness running")
+    assert [c["metadata"]["ownerReferences"][0]["name"] for c in _claims(s, ns)] == ["witness"]
+    assert _running(s, ns, "early") is None
+    _pod_group(s, ns, "late-group", [GROUP_CLAIM])
+    pod = wait_for(lambda: _running(s, ns, "early"), 60, what="early running")
+    [claim] = [c for c in _claims(s, ns) if c["metadata"]["ownerReferences"][0]["kind"] == "PodGroup"]
+    assert pod["status"]["resourceClaimStatuses"] == [{"name": "gpu", "resourceClaimName": claim["metadata"]["name"]}]
