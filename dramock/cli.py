@@ -121,6 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     cm.add_argument("--node-monitor-grace-period", type=float, default=50.0, metavar="SECONDS",
                     help="how long a node's kubelet may go without renewing its Lease before the node is "
                          "marked Unknown and tainted unreachable (as kube-controller-manager, default 50s)")
+    cm.add_argument("--feature-gates", default="",
+                    help="comma-separated Name=true|false pairs, as kube-controller-manager takes them")
     from dramock.controllers.resourceclaim import CONCURRENT_RESOURCECLAIM_SYNCS
 
     cm.add_argument("--concurrent-resourceclaim-syncs", type=int, default=CONCURRENT_RESOURCECLAIM_SYNCS,
@@ -198,9 +200,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.concurrent_resourceclaim_syncs < 1:
             print("dramock controller-manager: --concurrent-resourceclaim-syncs must be at least 1", file=sys.stderr)
             return 2
+        from dramock.schemas import featuregates
+
+        try:
+            cm_gates = featuregates.FeatureGates(featuregates.parse(args.feature_gates))
+        except featuregates.FeatureGateError as e:
+            print(f"dramock controller-manager: invalid argument for --feature-gates: {e}", file=sys.stderr)
+            return 2
         return run_controller_manager(args.kubeconfig, f"dramock-controller-manager/{__version__}", election,
                                       args.pod_gc_interval, args.pod_gc_quarantine,
-                                      args.node_monitor_grace_period, args.concurrent_resourceclaim_syncs)
+                                      args.node_monitor_grace_period, args.concurrent_resourceclaim_syncs,
+                                      cm_gates)
     if args.command == "scheduler":
         from dramock.scheduler.__main__ import run_from_args
 
@@ -463,8 +473,9 @@ def _components(url: str, nodes: int, data_dir: str, gates: dict[str, bool], sto
             ids = ComponentIdentities(secure_url, data_dir)
         client = Client(ids.controller_manager() if ids else url, f"dramock-controller-manager/{__version__}")
         from dramock.scheduler.scheduler import run_scheduler
+        from dramock.schemas.featuregates import FeatureGates
 
-        tasks = [_component_task(ControllerManager(client).run(stop)),
+        tasks = [_component_task(ControllerManager(client, gates=FeatureGates(gates)).run(stop)),
                  _component_task(run_scheduler(ids.scheduler() if ids else url, stop, gates=gates,
                                                user_agent=f"dramock-scheduler/{__version__}",
                                                binding_timeout=binding_timeout))]

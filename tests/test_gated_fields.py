@@ -101,6 +101,12 @@ BASES: dict[str, Callable[[], Obj]] = {
     "DeviceClass": lambda: {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
                             "metadata": {"name": "foo"}, "spec": {}},
     "Pod": pod,
+    "PodGroup": lambda: {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+                         "metadata": {"name": "foo", "namespace": "default"},
+                         "spec": {"schedulingPolicy": {"basic": {}}}},
+    "Workload": lambda: {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "Workload",
+                         "metadata": {"name": "foo", "namespace": "default"},
+                         "spec": {"podGroupTemplates": [{"name": "t", "schedulingPolicy": {"basic": {}}}]}},
 }
 
 
@@ -286,7 +292,7 @@ def test_gate_table() -> None:
         "DRAPartitionableDevices", "DRAConsumableCapacity", "DRADeviceBindingConditions",
         "DRASchedulerFilterTimeout", "DRAResourceClaimGranularStatusAuthorization"}
     assert {n for n, g in GATES.items() if g.stage == "BETA" and not g.default} == {
-        "DRAWorkloadResourceClaims", "DRAFractionalCapacityRange"}
+        "DRAWorkloadResourceClaims", "DRAFractionalCapacityRange", "GenericWorkload"}
     assert {n for n, g in GATES.items() if g.stage == "ALPHA"} == {
         "DRADeviceCompatibilityGroups", "DRADerivedAttributes", "DRAOptionalNodeOperations",
         "DRASharedConsumableCapacity", "DRAListTypeAttributes", "DRANodeAllocatableResources",
@@ -494,6 +500,13 @@ EXAMPLES: list[Example] = [
             lambda name: _named(pod(), name) | {"status": {}},
             lambda o: o["status"].update(nodeAllocatableResourceClaimStatuses=[
                 {"resourceClaimName": "claim", "containers": ["ctr"]}]), status=True),
+    # scheduling.k8s.io/v1beta1 (served with GenericWorkload and --runtime-config, see _gate_args)
+    Example(("DRAWorkloadResourceClaims",), "spec.resourceClaims", lambda name: _named(BASES["PodGroup"](), name),
+            lambda o: o["spec"].update(resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "gpu"}])),
+    Example(("DRAWorkloadResourceClaims",), "spec.podGroupTemplates[*].resourceClaims",
+            lambda name: _named(BASES["Workload"](), name),
+            lambda o: o["spec"]["podGroupTemplates"][0].update(
+                resourceClaims=[{"name": "n", "resourceClaimName": "c"}])),
 ]
 
 UNLOCKED = sorted({g for g, spec in GATES.items() if not spec.locked})
@@ -511,12 +524,12 @@ def test_every_switchable_row_has_an_end_to_end_example() -> None:
 
 def _plural(kind: str) -> str:
     return {"ResourceSlice": "resourceslices", "ResourceClaim": "resourceclaims", "Pod": "pods",
-            "ResourceClaimTemplate": "resourceclaimtemplates"}[kind]
+            "ResourceClaimTemplate": "resourceclaimtemplates", "PodGroup": "podgroups", "Workload": "workloads"}[kind]
 
 
 def _url(obj: Obj, name: str | None = None) -> str:
     kind = obj["kind"]
-    group = "/api/v1" if kind == "Pod" else "/apis/resource.k8s.io/v1"
+    group = "/api/v1" if kind == "Pod" else "/apis/" + obj["apiVersion"]
     ns = f"/namespaces/{NS}" if obj["metadata"].get("namespace") else ""
     return f"{group}{ns}/{_plural(kind)}" + (f"/{name}" if name else "")
 
@@ -554,7 +567,10 @@ class Client:
 
 
 def _gate_args(value: bool) -> list[str]:
-    return ["--feature-gates", ",".join(f"{g}={str(value).lower()}" for g in UNLOCKED)]
+    """Every unlocked gate on (off), except GenericWorkload: it stays on, so that the PodGroups and Workloads of
+    the DRAWorkloadResourceClaims rows are served in both phases."""
+    return ["--feature-gates", ",".join(f"{g}={str(value or g == 'GenericWorkload').lower()}" for g in UNLOCKED),
+            "--runtime-config", "scheduling.k8s.io/v1beta1=true"]
 
 
 @pytest.mark.e2e

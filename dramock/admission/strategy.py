@@ -446,9 +446,10 @@ def for_kind(kind: Kind) -> Strategy:
     s = _cache.get(kind)
     if s is None:
         from dramock.admission.rbac import STRATEGIES as rbac_strategies
+        from dramock.admission.scheduling import STRATEGIES as scheduling_strategies
         from dramock.admission.services import ServiceStrategy  # these import this module
         from dramock.admission.workloads import STRATEGIES as workload_strategies
 
-        _STRATEGIES.update(workload_strategies, services=ServiceStrategy, **rbac_strategies)
+        _STRATEGIES.update(workload_strategies, services=ServiceStrategy, **rbac_strategies, **scheduling_strategies)
         s = _cache[kind] = _STRATEGIES.get(kind.plural, Strategy)(kind, _gates)
     return s

@@ -62,7 +62,7 @@ _PACKAGES = {"": "k8s.io.api.core", "resource.k8s.io": "k8s.io.api.resource",
              "apps": "k8s.io.api.apps", "batch": "k8s.io.api.batch", "autoscaling": "k8s.io.api.autoscaling",
              "authentication.k8s.io": "k8s.io.api.authentication",
              "authorization.k8s.io": "k8s.io.api.authorization",
-             "rbac.authorization.k8s.io": "k8s.io.api.rbac"}
+             "rbac.authorization.k8s.io": "k8s.io.api.rbac", "scheduling.k8s.io": "k8s.io.api.scheduling"}
 # meta/v1 kinds every group version registers (metav1.AddToGroupVersion), whatever apiVersion names them.
 # The legacy discovery documents are meta/v1 types as well.
 _META_KINDS = frozenset({"Status", "DeleteOptions", "WatchEvent", "ListOptions", "GetOptions", "CreateOptions",

@@ -135,6 +135,8 @@ def cluster_roles() -> list[Obj]:
             # Claims for extended resources backed by DRA (DRAExtendedResource) are the scheduler's own.
             rule(["create", "delete"], [RESOURCE], ["resourceclaims"]),
             rule(["update"], [RESOURCE], ["resourceclaims/binding"]),
+            # Workload-aware scheduling (GenericWorkload); the scheduler reads PodGroups for their claims.
+            rule(READ, ["scheduling.k8s.io"], ["podgroups", "workloads"]),
         ]),
         role("system:kube-controller-manager", [
             _events(),

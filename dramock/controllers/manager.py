@@ -22,6 +22,7 @@ from dramock.controllers.resourceclaim import (
 )
 from dramock.controllers.resourcepoolstatus import ResourcePoolStatusController
 from dramock.controllers.workloads.controllers import WorkloadControllers
+from dramock.schemas.featuregates import FeatureGates
 
 log = logging.getLogger("dramock.controllers.manager")
 
@@ -29,7 +30,7 @@ log = logging.getLogger("dramock.controllers.manager")
 class ControllerManager:
     def __init__(self, client: Client, pod_gc_interval: float = GC_INTERVAL, pod_gc_quarantine: float = QUARANTINE,
                  node_monitor_grace_period: float = GRACE_PERIOD,
-                 resourceclaim_syncs: int = CONCURRENT_RESOURCECLAIM_SYNCS):
+                 resourceclaim_syncs: int = CONCURRENT_RESOURCECLAIM_SYNCS, gates: FeatureGates | None = None):
         self.client = client
         # One informer per collection for all the controllers (pods, nodes and claims are watched by several).
         if client.shared_informers is None:
@@ -40,7 +41,7 @@ class ControllerManager:
         self.workloads = WorkloadControllers(client)
         self.namespace = NamespaceController(client)
         self.quota = QuotaController(client)
-        self.resourceclaim = ResourceClaimController(client, resourceclaim_syncs)
+        self.resourceclaim = ResourceClaimController(client, resourceclaim_syncs, gates)
         self.garbagecollector = GarbageCollector(client)
         self.resourcepoolstatus = ResourcePoolStatusController(client)  # idle unless its API is served
         self.clusterroleaggregation = ClusterRoleAggregationController(client)
@@ -60,7 +61,8 @@ class ControllerManager:
 def run_controller_manager(kubeconfig: str, user_agent: str, election: LeaderElectionConfig | None = None,
                            pod_gc_interval: float = GC_INTERVAL, pod_gc_quarantine: float = QUARANTINE,
                            node_monitor_grace_period: float = GRACE_PERIOD,
-                           resourceclaim_syncs: int = CONCURRENT_RESOURCECLAIM_SYNCS) -> int:
+                           resourceclaim_syncs: int = CONCURRENT_RESOURCECLAIM_SYNCS,
+                           gates: FeatureGates | None = None) -> int:
     """`dramock controller-manager --kubeconfig FILE`: run until SIGINT/SIGTERM (1 when leadership is lost)."""
     server = server_from_kubeconfig(kubeconfig)
 
@@ -69,7 +71,7 @@ def run_controller_manager(kubeconfig: str, user_agent: str, election: LeaderEle
         try:
             log.info("controller manager talking to %s", client.server)
             await ControllerManager(client, pod_gc_interval, pod_gc_quarantine,
-                                    node_monitor_grace_period, resourceclaim_syncs).run(stop)
+                                    node_monitor_grace_period, resourceclaim_syncs, gates).run(stop)
         finally:
             await client.close()
 

@@ -10,7 +10,8 @@ As upstream's pkg/controller/resourceclaim, acting only through the API:
 - `status.reservedFor` entries of pods that are gone, replaced or done are removed; when the last one goes,
   the allocation is cleared and the `resource.kubernetes.io/delete-protection` finalizer dropped (also for a
   claim being deleted that nobody uses);
-- a claim generated for a pod that is done (or replaced) and no longer reserved is deleted.
+- a claim generated for a pod that is done (or replaced) and no longer reserved is deleted;
+- claims for PodGroups (DRAWorkloadResourceClaims): see podgroupclaims.py.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from typing import Any
 
 from dramock.client.informer import WorkQueue, run_worker, shared_informer
 from dramock.client.rest import APIStatusError, Client, resource_path
+from dramock.controllers.podgroupclaims import PodGroupClaims
+from dramock.schemas import podgroups as pg
+from dramock.schemas.featuregates import FeatureGates
 
 log = logging.getLogger("dramock.controllers.resourceclaim")
 
@@ -108,9 +112,11 @@ def claim_metric_labels(claim: Obj) -> tuple[str, str, str]:
     return allocated, "true" if admin else "false", source
 
 
-class ResourceClaimController:
-    def __init__(self, client: Client, workers: int = CONCURRENT_RESOURCECLAIM_SYNCS):
+class ResourceClaimController(PodGroupClaims):
+    def __init__(self, client: Client, workers: int = CONCURRENT_RESOURCECLAIM_SYNCS,
+                 gates: FeatureGates | None = None):
         self.client = client
+        self.gates = gates or FeatureGates()
         self.workers = workers
         self.pods = shared_informer(client, "/api/v1/pods")
         self.claims = shared_informer(client, resource_path(GROUP, VERSION, "resourceclaims"))
@@ -128,6 +134,7 @@ class ResourceClaimController:
         # ((ns, claim) -> pod names), and claims by their controlling pod's uid.
         self.pods_using: dict[tuple[str, str], set[str]] = {}
         self.claims_of_pod: dict[str, set[str]] = {}
+        self._init_podgroups()
         self.pods.add_handler(self._on_pod)
         self.claims.add_handler(self._on_claim)
 
@@ -135,6 +142,7 @@ class ResourceClaimController:
         tasks = [asyncio.create_task(i.run(stop)) for i in (self.pods, self.claims, self.templates)]
         try:
             await asyncio.gather(self.pods.synced.wait(), self.claims.synced.wait(), self.templates.synced.wait())
+            await self._start_podgroups(stop, tasks)
             tasks += [asyncio.create_task(run_worker(self.queue, self._sync, stop, "resourceclaim"))
                       for _ in range(self.workers)]
             await stop.wait()
@@ -162,6 +170,7 @@ class ResourceClaimController:
             self.queue.add(("claim", ns, extended))
         if not claims:
             return
+        self._index_group_pod(pod, deleted)
         for pc in claims:
             if pc.get("resourceClaimName"):
                 users = self.pods_using.setdefault((ns, pc["resourceClaimName"]), set())
@@ -210,11 +219,14 @@ class ResourceClaimController:
                 self.queue.add(("pod", ns, user))
         if pod_name:
             self.queue.add(("pod", ns, pod_name))
+        self._on_group_claim(claim)
 
     async def _sync(self, key: tuple[str, str, str]) -> None:
         what, ns, name = key
         if what == "pod":
             await self.sync_pod(ns, name)
+        elif what == "podgroup":
+            await self.sync_pod_group(ns, name)
         else:
             await self.sync_claim(ns, name)
 
@@ -229,6 +241,15 @@ class ResourceClaimController:
             return
         new_statuses: dict[str, str] = {}
         for pc in (pod.get("spec") or {}).get("resourceClaims") or []:
+            grouped = self.group_claim_of(pod, pc)
+            if grouped is not None:
+                # The group's claim: named in the pod status once the PodGroup has it, never one of its own.
+                gname = pg.group_claim_name(*grouped)
+                if pc.get("resourceClaimTemplateName") and gname and _status_name(pod, pc["name"]) != gname:
+                    new_statuses[pc["name"]] = gname
+                continue
+            if self.waits_for_group(pod):
+                continue
             await self._handle_claim(pod, pc, new_statuses)
         written = self.statuses_written.get(pod["metadata"].get("uid", ""), {})
         if new_statuses and any(written.get(k) != v for k, v in new_statuses.items()):
@@ -238,6 +259,19 @@ class ResourceClaimController:
         if not (pod.get("spec") or {}).get("nodeName"):
             return  # the scheduler reserves claims for the pods it binds
         for pc in pod["spec"].get("resourceClaims") or []:
+            grouped = self.group_claim_of(pod, pc)
+            if grouped is not None:
+                group, pgc = grouped
+                gname = pg.group_claim_name(group, pgc)
+                claim = self._claim(ns, gname) if gname else None
+                if claim is None or (pgc.get("resourceClaimTemplateName") and not pg.controlled_by(claim, group)):
+                    continue
+                status = claim.get("status") or {}
+                uid = group["metadata"]["uid"]
+                if status.get("allocation") and not any(r.get("uid") == uid for r in status.get("reservedFor") or []) \
+                        and len(status.get("reservedFor") or []) < RESERVED_FOR_MAX:
+                    await self._reserve_for_group(group, claim)
+                continue
             try:
                 cname, check_owner = claim_name(pod, pc)
             except ClaimNotFound:
@@ -372,6 +406,10 @@ class ResourceClaimController:
                 if await self._pod_still_there(ns, ref):
                     valid.append(ref)
                 continue
+            if pg.is_group_ref(ref):
+                if await self._pod_group_still_there(ns, ref):
+                    valid.append(ref)
+                continue
             valid.append(ref)  # not a pod: nothing this controller can check
         has_finalizer = FINALIZER in (claim["metadata"].get("finalizers") or [])
         if len(valid) < len(reserved):
@@ -432,6 +470,13 @@ def _statuses_include(pod: Obj, statuses: dict[str, str]) -> bool:
     have = {s.get("name"): s.get("resourceClaimName")
             for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
     return all(have.get(k) == v for k, v in statuses.items())
+
+
+def _status_name(pod: Obj, claim: str) -> str | None:
+    for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
+        if s.get("name") == claim:
+            return s.get("resourceClaimName")
+    return None
 
 
 def _copy(claim: Obj) -> Obj:

@@ -36,6 +36,7 @@ from dramock.faults import PREPARE_ERROR, PREPARE_TIMEOUT
 from dramock.kubelet.faults import KubeletFaults
 from dramock.kubelet.logs import ContainerLogs, cdi_edits
 from dramock.kubelet.plugins import DRAPluginClient, PluginError, PluginRegistry
+from dramock.schemas import podgroups
 
 log = logging.getLogger("dramock.kubelet.pods")
 
@@ -301,7 +302,8 @@ class PodManager:
             status = claim.get("status") or {}
             if not status.get("allocation"):
                 raise NotReady(f"resource claim {ns}/{claim_name} is not allocated")
-            if not any(r.get("resource") == "pods" and r.get("uid") == uid for r in status.get("reservedFor") or []):
+            if not any(r.get("resource") == "pods" and r.get("uid") == uid for r in status.get("reservedFor") or []) \
+                    and not podgroups.reserved_for_pods_group(pod, claim):
                 raise NotReady(f"pod {ns}/{name} ({uid}) is not allowed to use resource claim {ns}/{claim_name}: "
                                "the claim is not reserved for it")
             claims.append(claim)

@@ -51,7 +51,9 @@ class SchedulerBase(SchedulingQueue):
         self.slices = Informer(client, resource_path(GROUP, VERSION, "resourceslices"))
         self.classes = Informer(client, resource_path(GROUP, VERSION, "deviceclasses"))
         self.taint_rules = Informer(client, resource_path(GROUP, VERSION, "devicetaintrules"))
-        self.informers = (self.pods, self.nodes, self.claims, self.slices, self.classes, self.taint_rules)
+        self.informers: tuple[Informer, ...] = (self.pods, self.nodes, self.claims, self.slices, self.classes,
+                                                self.taint_rules)
+        self.podgroups: Informer | None = None  # DRAWorkloadResourceClaims with PodGroups served (scheduler.run)
         # Reserve state: allocations reserved but not yet written (claim uid -> claim with status.allocation),
         # claims written but not yet seen by the informer ((ns, name) -> claim), pods bound in memory.
         self.in_flight: dict[str, Obj] = TrackedDict(lambda uid, claim: self.held.in_flight_changed(uid, claim))

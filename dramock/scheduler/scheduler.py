@@ -65,6 +65,7 @@ class Scheduler(SchedulingCycle, EventHandlers):
 
     async def run(self, stop: asyncio.Event) -> None:
         _ = self.allocate  # fail early when no allocator is there
+        await self._watch_pod_groups(stop)
         tasks = [asyncio.create_task(i.run(stop)) for i in self.informers]
         try:
             synced = asyncio.gather(*(i.synced.wait() for i in self.informers))

@@ -44,6 +44,9 @@ GATES: dict[str, Gate] = {
     "DRAResourceClaimGranularStatusAuthorization": Gate(True, BETA),
     # Beta, off by default.
     "DRAWorkloadResourceClaims": Gate(False, BETA),
+    # Not a DRA gate, but DRAWorkloadResourceClaims needs its kinds: scheduling.k8s.io Workload and PodGroup
+    # (beta in 1.37, off by default; served with --runtime-config scheduling.k8s.io/v1beta1=true).
+    "GenericWorkload": Gate(False, BETA),
     # Beta in 1.37 with two 1.37 specs: default false, and default true only once
     # --min-compatibility-version is 1.37 (the default minimum compatibility version is 1.36).
     "DRAFractionalCapacityRange": Gate(False, BETA),

@@ -146,6 +146,13 @@ TABLE: tuple[GatedFields, ...] = (
                 upstream="pod dropDisabledPodStatusFields (draExendedResourceInUse)"),
     GatedFields(("DRANodeAllocatableResources",), "Pod", ("status.nodeAllocatableResourceClaimStatuses",),
                 upstream="pod dropDisabledPodStatusFields (node allocatable claim statuses, KEP-5517)"),
+
+    # --- scheduling.k8s.io (KEP-5729): pkg/registry/scheduling/{podgroup,workload}/strategy.go ---
+    GatedFields(("DRAWorkloadResourceClaims",), "PodGroup", ("spec.resourceClaims",),
+                upstream="podgroup dropDisabledDRAWorkloadResourceClaimsFields"),
+    # (status.resourceClaimStatuses: admission/scheduling.py, as it depends on the old object's spec)
+    GatedFields(("DRAWorkloadResourceClaims",), "Workload", ("spec.podGroupTemplates[*].resourceClaims",),
+                upstream="workload dropDisabledDRAWorkloadResourceClaimsFields"),
 )
 
 # The stored kinds' 1.37 definitions, for resolving the table's paths.
@@ -156,6 +163,8 @@ ROOTS: dict[str, str] = {
     "DeviceClass": "io.k8s.api.resource.v1.DeviceClass",
     "DeviceTaintRule": "io.k8s.api.resource.v1.DeviceTaintRule",
     "Pod": "io.k8s.api.core.v1.Pod",
+    "PodGroup": "io.k8s.api.scheduling.v1beta1.PodGroup",
+    "Workload": "io.k8s.api.scheduling.v1beta1.Workload",
 }
 
 _BY_KIND: dict[str, tuple[GatedFields, ...]] = {}

@@ -125,6 +125,7 @@ _EVENTS_V1_FIELDS = {
 }
 
 RESOURCE = "resource.k8s.io"
+SCHEDULING = "scheduling.k8s.io"
 
 KINDS: tuple[Kind, ...] = (
     # resource.k8s.io/v1
@@ -215,6 +216,7 @@ OPTIONAL_VERSIONS: dict[tuple[str, str], tuple[str, ...]] = {
                             "DeviceTaintRule"),
     (RESOURCE, "v1beta1"): ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"),
     (RESOURCE, "v1alpha3"): ("DeviceTaintRule",),
+    (SCHEDULING, "v1beta1"): (),
 }
 
 STORED_KINDS = KINDS
@@ -224,6 +226,11 @@ ALPHA_KINDS: tuple[Kind, ...] = (
     # KEP-5677 DRAResourcePoolStatus: a one-time report on the pools of a driver, answered by a controller.
     Kind(RESOURCE, "v1alpha3", "ResourcePoolStatusRequest", "resourcepoolstatusrequests", False,
          subresources=("status",), return_deleted_object=True, only_version=True, gate="DRAResourcePoolStatus"),
+    # GenericWorkload (KEP-4671): the Workload API and the PodGroups pods name in spec.schedulingGroup
+    # (DRAWorkloadResourceClaims, KEP-5729: claims for a PodGroup, see admission/scheduling.py).
+    Kind(SCHEDULING, "v1beta1", "Workload", "workloads", True, only_version=True, gate="GenericWorkload"),
+    Kind(SCHEDULING, "v1beta1", "PodGroup", "podgroups", True, subresources=("status",), only_version=True,
+         gate="GenericWorkload"),
 )
 
 

@@ -48,6 +48,8 @@ SOURCES = [
     (API, "apps/v1/generated.proto", "apps/v1", None),
     (API, "batch/v1/generated.proto", "batch/v1", None),
     (API, "scheduling/v1alpha3/generated.proto", "scheduling/v1alpha3", []),  # what batch/v1 Job refers to
+    (API, "scheduling/v1beta1/generated.proto", "scheduling/v1beta1", ["Workload", "WorkloadList", "PodGroup",
+                                                                       "PodGroupList"]),
     (API, "autoscaling/v1/generated.proto", "autoscaling/v1", ["Scale"]),  # the scale subresource
     (API, "authentication/v1/generated.proto", "authentication/v1", None),
     (API, "authorization/v1/generated.proto", "authorization/v1", None),

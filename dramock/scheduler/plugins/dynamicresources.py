@@ -21,6 +21,7 @@ from dramock.scheduler import bindingconditions, nodeallocatable
 from dramock.scheduler.events import Events, now_time
 from dramock.scheduler.framework import GROUP, VERSION, BindError, Obj
 from dramock.scheduler.plugins import extendedresources as extended
+from dramock.scheduler.plugins.podgroups import PodGroupClaims
 from dramock.schemas.nodeselector import node_selector_matches
 
 log = logging.getLogger("dramock.scheduler")
@@ -82,7 +83,7 @@ def pod_claim_refs(pod: Obj) -> list[tuple[str, str | None, bool]]:
     return out
 
 
-class DynamicResources(Events):
+class DynamicResources(PodGroupClaims, Events):
     """The DynamicResources plugin's extension points that read or write the scheduler's state."""
 
     def _observe(self, extension_point: str, status: str, start: float) -> None:
@@ -99,7 +100,8 @@ class DynamicResources(Events):
             if claim is None:
                 raise WaitingForClaims(f'resourceclaim "{cname}" not found', (ns, cname))
             if generated and not any(r.get("uid") == pod["metadata"].get("uid") and r.get("controller")
-                                     for r in claim["metadata"].get("ownerReferences") or []):
+                                     for r in claim["metadata"].get("ownerReferences") or []) and \
+                    not self._made_for_group(pod, claim):
                 raise WaitingForClaims(f"ResourceClaim {ns}/{cname} was not created for pod "
                                        f"{ns}/{pod['metadata']['name']} (pod is not owner)", (ns, cname))
             claims.append(claim)
@@ -291,7 +293,8 @@ class DynamicResources(Events):
     async def _prebind_claim(self, ns: str, cname: str, cuid: str, allocation: Obj | None, pod: Obj) -> Obj | None:
         """Write the allocation (finalizer first) and the reservation; None when nothing had to change."""
         path = resource_path(GROUP, VERSION, "resourceclaims", ns, cname)
-        uid = pod["metadata"]["uid"]
+        consumer = self._consumer(pod, cname)  # the pod, or its PodGroup for a claim of the group
+        uid = consumer["uid"]
         claim = self.claim(ns, cname)
         if allocation is not None and bindingconditions.binding_conditions_on(self.gates):
             # The binding timeout counts from the moment the allocation is written (upstream's bindClaim).
@@ -327,8 +330,7 @@ class DynamicResources(Events):
             elif len(reserved) >= RESERVED_FOR_MAX:
                 raise BindError(f"resourceclaim {ns}/{cname} is reserved for too many consumers")
             else:
-                status["reservedFor"] = reserved + [{"resource": "pods", "name": pod["metadata"]["name"],
-                                                     "uid": uid}]
+                status["reservedFor"] = reserved + [consumer]
             return await self.client.request("PUT", path + "/status", {**claim, "status": status})
 
         # Upstream's bindClaim retries conflicts with client-go's DefaultBackoff.
