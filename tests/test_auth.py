@@ -290,7 +290,8 @@ def test_example_driver_with_exactly_its_cluster_role(secure, with_status_rule):
             def refused():
                 with open(driver_log_path) as f:
                     text = f.read()
-                return "403" in text and "resourceclaims/driver" in text and text
+                # A validation error of the status strategy upstream: 422, a Forbidden cause on status.devices.
+                return "422" in text and "resourceclaims/driver" in text and text
             text = wait_for(refused, timeout=30, what="the driver's status write refused")
             assert ('User "system:serviceaccount:kube-system:gpu-driver" cannot associated-node:update resource '
                     '"resourceclaims/driver" in API group "resource.k8s.io" in the namespace "default"') in text
@@ -300,6 +301,46 @@ def test_example_driver_with_exactly_its_cluster_role(secure, with_status_rule):
         for p in procs:
             stop_process(p)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_writing_an_allocation_needs_resourceclaims_binding(secure):
+    """DRAResourceClaimGranularStatusAuthorization: resourceclaims/status alone does not let a client write
+    status.allocation or status.reservedFor; upstream asks for `update` on resourceclaims/binding at the
+    cluster scope, and refuses as its status strategy does (422 with a Forbidden cause on `status`)."""
+    admin = secure.kubeconfig("--user", "root", "--group", "system:masters")
+    alloc = secure.kubeconfig("--user", "allocator")
+    secure.kubectl(admin, "create", "clusterrole", "claim-status", "--verb=get,update",
+                   "--resource=resourceclaims.resource.k8s.io,resourceclaims.resource.k8s.io/status", check=True)
+    secure.kubectl(admin, "create", "clusterrolebinding", "claim-status", "--clusterrole=claim-status",
+                   "--user=allocator", check=True)
+    make_claim(secure.server, "c1")
+    _, _, claim = secure.server.request("GET", f"{V1}/namespaces/default/resourceclaims/c1")
+    claim["status"] = {"allocation": {"devices": {"results": [
+        {"request": "r", "driver": DRIVER, "pool": "node-1", "device": "gpu-0"}]}}}
+    manifest = os.path.join(secure.tmp, "allocated.json")
+    with open(manifest, "w") as f:
+        json.dump(claim, f)
+
+    res = secure.kubectl(alloc, "replace", "--subresource=status", "-f", manifest)
+    assert res.returncode == 1
+    assert ('The ResourceClaim "c1" is invalid: status: Forbidden: User "allocator" cannot update resource '
+            '"resourceclaims/binding" in API group "resource.k8s.io" at the cluster scope') in res.stderr
+    _, _, stored = secure.server.request("GET", f"{V1}/namespaces/default/resourceclaims/c1")
+    assert not (stored.get("status") or {}).get("allocation")
+
+    # A Role in the namespace does not grant it (the check has no namespace); a ClusterRole does.
+    secure.kubectl(admin, "create", "role", "binding", "-n", "default", "--verb=update",
+                   "--resource=resourceclaims.resource.k8s.io/binding", check=True)
+    secure.kubectl(admin, "create", "rolebinding", "binding", "-n", "default", "--role=binding",
+                   "--user=allocator", check=True)
+    assert secure.kubectl(alloc, "replace", "--subresource=status", "-f", manifest).returncode == 1
+    secure.kubectl(admin, "create", "clusterrole", "binding", "--verb=update",
+                   "--resource=resourceclaims.resource.k8s.io/binding", check=True)
+    secure.kubectl(admin, "create", "clusterrolebinding", "binding", "--clusterrole=binding", "--user=allocator",
+                   check=True)
+    secure.kubectl(alloc, "replace", "--subresource=status", "-f", manifest, check=True)
+    _, _, stored = secure.server.request("GET", f"{V1}/namespaces/default/resourceclaims/c1")
+    assert stored["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-0"
 
 
 def test_serve_runs_its_components_under_their_own_identities(tmp_path):
