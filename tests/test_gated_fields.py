@@ -21,9 +21,36 @@ import pytest
 from conftest import start_server, stop
 from test_validation_resource import claim, counters_slice, device, ex, pod, result, rslice, template
 
-from dramock.schemas import defs, featuregates, gatedfields
+from dramock.registry import gatedfields as generic
+from dramock.registry.gatedfields import GatedFields
+from dramock.registry.kinds import GATED_FIELDS as TABLE
+from dramock.registry.kinds import STORED_KINDS
+from dramock.schemas import defs, featuregates
 from dramock.schemas.featuregates import GATES, FeatureGates
-from dramock.schemas.gatedfields import TABLE, GatedFields, drop_disabled_fields, uses
+
+
+class gatedfields:  # noqa: N801  (the rules by kind name, over the registry's rows and the generic dropper)
+    ROOTS = {k.kind: k.definition for k in STORED_KINDS if k.group in ("", "resource.k8s.io")}
+
+    @staticmethod
+    def rows(kind: str) -> tuple[GatedFields, ...]:
+        return tuple(r for r in TABLE if r.kind == kind)
+
+    @staticmethod
+    def compile_path(kind: str, path: str) -> object:
+        return generic.compile_path(gatedfields.ROOTS[kind], path)
+
+    @staticmethod
+    def remove(kind: str, obj: dict, path: str) -> None:
+        generic.remove(gatedfields.ROOTS[kind], obj, path)
+
+
+def uses(kind: str, obj: dict | None, path: str) -> bool:
+    return generic.uses(gatedfields.ROOTS[kind], obj, path)
+
+
+def drop_disabled_fields(kind: str, new: dict, old: dict | None, gates: FeatureGates) -> None:
+    generic.drop_disabled_fields(gatedfields.rows(kind), new, old, gates)
 
 Obj = dict[str, Any]
 UID = "ac051fac-2ead-46d9-b8b4-4e0fbeb7455d"

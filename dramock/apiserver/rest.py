@@ -22,12 +22,13 @@ from typing import Any
 from multidict import MultiMapping
 
 from dramock import errors, timefmt
-from dramock.admission import strategy as strategies
 from dramock.admission.chain import Admission
 from dramock.apiserver import codec, fieldmanager, params, patch, protobuf, selectors
 from dramock.jsonvalue import clone, dumps_in_pieces
+from dramock.registry import Registry
+from dramock.registry.kind import Kind
 from dramock.schemas import convert
-from dramock.schemas.registry import Kind
+from dramock.schemas.validation.field import invalid_value
 from dramock.storage.revlog import (
     Compacted,
     FutureRevision,
@@ -159,9 +160,10 @@ def _stored_json(obj: Obj) -> Callable[[int], str]:
 
 
 class Rest:
-    def __init__(self, store: RevisionLog, admission: Admission):
+    def __init__(self, store: RevisionLog, admission: Admission, registry: Registry):
         self.store = store
         self.admission = admission
+        self.registry = registry
 
     # ---------------------------------------------------------------- reads
 
@@ -283,7 +285,7 @@ class Rest:
 
     def _prepare_create(self, call: Call, obj: Obj, manager_op: str = "Update") -> PreparedCreate:
         kind = call.kind
-        strategy = strategies.for_kind(kind)
+        strategy = self.registry.strategy(kind)
         obj = convert.to_storage(obj, kind)
         m = meta(obj)
         self._check_namespace(call, m)
@@ -362,8 +364,8 @@ class Rest:
         if name != call.name:
             raise errors.bad_request(f"the name of the object ({name}) does not match the name on the URL "
                                      f"({call.name})" if name else "name is required")
-        if not meta(obj).get("resourceVersion") and not strategies.for_kind(kind).allow_unconditional_update():
-            raise errors.invalid(kind.kind, kind.group, name or "", [strategies.invalid_value(
+        if not meta(obj).get("resourceVersion") and not self.registry.strategy(kind).allow_unconditional_update():
+            raise errors.invalid(kind.kind, kind.group, name or "", [invalid_value(
                 "metadata.resourceVersion", "", "must be specified for an update")])
         prepared = self._prepare_update(call, obj)
         if encode:
@@ -380,7 +382,7 @@ class Rest:
 
     def _prepare_update(self, call: Call, obj: Obj, apply_manager: str | None = None) -> Result | PreparedUpdate:
         kind = call.kind
-        strategy = strategies.for_kind(kind)
+        strategy = self.registry.strategy(kind)
         key = storage_name(kind, call.namespace, call.name or "")
         seen = self.store.mod_revision(kind.storage_bucket, key)
         old = self.store.get(kind.storage_bucket, key)
@@ -433,7 +435,7 @@ class Rest:
         """Admit and store a prepared update. One prepared off the event loop may find the stored object changed
         since: StaleRead, and the caller computes it again."""
         kind = call.kind
-        strategy = strategies.for_kind(kind)
+        strategy = self.registry.strategy(kind)
         obj, old, key, expected = prepared.obj, prepared.old, prepared.key, prepared.expected
         om = old["metadata"]
         if self.store.mod_revision(kind.storage_bucket, key) != prepared.seen:
@@ -553,7 +555,7 @@ class Rest:
         current_grace = om.get("deletionGracePeriodSeconds") or 0
         graceful_pending = bool(om.get("deletionTimestamp")) and current_grace > 0 and grace >= current_grace
         gc_finalizers = None if graceful_pending else _gc_finalizers(om.get("finalizers") or [], options)
-        pending = strategies.for_kind(kind).deletion_blocked(old) or grace > 0 or gc_finalizers is not None
+        pending = self.registry.strategy(kind).deletion_blocked(old) or grace > 0 or gc_finalizers is not None
         if pending:
             obj = clone(old)
             m = obj["metadata"]
@@ -562,7 +564,7 @@ class Rest:
                     m["finalizers"] = gc_finalizers
                 else:
                     m.pop("finalizers", None)
-                if not strategies.for_kind(kind).deletion_blocked(obj) and grace == 0:
+                if not self.registry.strategy(kind).deletion_blocked(obj) and grace == 0:
                     # Only GC finalizers were dropped (e.g. Background after Orphan): nothing holds it any more.
                     if call.dry_run:
                         return self._deleted_result(kind, old)
@@ -747,7 +749,7 @@ def _parse_rv(raw: str, conflict_on_bad: tuple[Kind, str] | None = None) -> int:
     except ValueError:
         if conflict_on_bad:
             kind, name = conflict_on_bad
-            raise errors.invalid(kind.kind, kind.group, name, [strategies.invalid_value(
+            raise errors.invalid(kind.kind, kind.group, name, [invalid_value(
                 "metadata.resourceVersion", raw, "must be specified for an update")])
         raise errors.bad_request(f'invalid resource version "{raw}"') from None
 
