@@ -51,9 +51,7 @@ class QuotaAdmission:
         kind = call.kind
         if not kind.namespaced or not call.namespace:
             return
-        gr = kind.group_resource
-        if kind.plural == "events" and kind.group == "events.k8s.io":
-            gr = "events"
+        gr = kind.stored_group_resource
         ev = evaluator_for(gr, self.evaluators)
         if old is not None and not ev.handles_update(call.subresource):
             return

@@ -68,11 +68,6 @@ _SUBRESOURCES: dict[str, tuple[tuple[str, ...], tuple[str, str, str] | None]] = 
     "portforward": (("create", "get"), ("", "v1", "PodPortForwardOptions")),
 }
 
-# Resources whose REST storage does not implement every standard verb.
-# Where a resource is stored when it is not stored as itself (storageVersionHash is of the storage GVK).
-_STORAGE_GVK: dict[tuple[str, str], tuple[str, str, str]] = {
-    ("events.k8s.io", "events"): ("", "v1", "Event"),
-}
 
 
 def _split_version(v: str) -> tuple[str, str]:
@@ -103,8 +98,9 @@ def version_info() -> Obj:
 
 
 def storage_version_hash(kind: Kind) -> str:
-    """upstream discovery.StorageVersionHash: base64 of the first 8 bytes of sha256("group/version/kind")."""
-    g, v, k = _STORAGE_GVK.get((kind.group, kind.plural), (kind.group, kind.version, kind.kind))
+    """upstream discovery.StorageVersionHash: base64 of the first 8 bytes of sha256("group/version/kind"), of
+    the storage kind when the kind is stored as another."""
+    g, v, k = kind.stored_as or (kind.group, kind.version, kind.kind)
     digest = hashlib.sha256(f"{g}/{v}/{k}".encode()).digest()
     return base64.b64encode(digest[:8]).decode()
 

@@ -446,7 +446,7 @@ class Rest:
             if call.dry_run:
                 return Result(convert.from_storage(obj, kind))
             if om.get("deletionTimestamp") and not strategy.deletion_blocked(obj) \
-                    and not self._graceful_pending(kind, obj):
+                    and not strategy.graceful_deletion_pending(obj):
                 # The last finalizer is gone from an object being deleted: it goes now.
                 stored = self.store.delete(kind.storage_bucket, key)
                 return Result(convert.from_storage(stored, kind))
@@ -549,7 +549,7 @@ class Rest:
                                   f"{pre['resourceVersion']}, ResourceVersion in object meta: "
                                   f"{om.get('resourceVersion')}")
         self.admission.admit_delete(call, old)
-        grace = self._grace_period(kind, old, options)
+        grace = self.registry.strategy(kind).grace_period(old, options)
         # Upstream's store: while a graceful deletion is pending (and not shortened), DeleteOptions cannot change
         # the finalizers; otherwise the propagation policy sets `orphan` / `foregroundDeletion` for the GC.
         current_grace = om.get("deletionGracePeriodSeconds") or 0
@@ -578,8 +578,7 @@ class Rest:
                 when += timedelta(seconds=grace - m["deletionGracePeriodSeconds"])
                 m["deletionTimestamp"] = timefmt.format_time(when)
                 m["deletionGracePeriodSeconds"] = grace
-            if kind.plural == "namespaces":
-                obj.setdefault("status", {})["phase"] = "Terminating"
+            self.registry.strategy(kind).prepare_for_pending_delete(obj)
             # Upstream answers 200 with the object still present; 202 only for the deprecated
             # orphanDependents=false (kept for old clients).
             status = 202 if options.get("orphanDependents") is False else 200
@@ -602,23 +601,6 @@ class Rest:
             details = {"name": m["name"], "group": kind.group, "kind": kind.plural, "uid": m.get("uid")}
         return Result({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                        "details": details}, deleted=deleted)
-
-    def _graceful_pending(self, kind: Kind, obj: Obj) -> bool:
-        """Whether a pod is still in its graceful termination (kubelet has not confirmed yet)."""
-        return kind.plural == "pods" and (obj["metadata"].get("deletionGracePeriodSeconds") or 0) > 0
-
-    def _grace_period(self, kind: Kind, old: Obj, options: Obj) -> int:
-        """Pods bound to a node are deleted gracefully; everything else at once (as upstream)."""
-        if kind.plural != "pods":
-            return 0
-        requested = options.get("gracePeriodSeconds")
-        spec, status = old.get("spec") or {}, old.get("status") or {}
-        if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
-            return 0
-        if requested is None:
-            current = old["metadata"].get("deletionGracePeriodSeconds")
-            requested = current if current is not None else spec.get("terminationGracePeriodSeconds", 30)
-        return max(int(requested), 0)
 
     def _delete_options(self, call: Call, body: bytes, content_type: str) -> Obj:
         options: Obj = {}

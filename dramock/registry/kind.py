@@ -62,6 +62,8 @@ class Kind:
     printer: Printer | None = None
     # Storage key prefix when not `<group>/<plural>` (kinds of two groups stored once share one).
     bucket: str = ""
+    # (group, version, kind) of the stored object when the kind is stored as another one.
+    stored_as: tuple[str, str, str] | None = None
 
     @property
     def singular(self) -> str:
@@ -81,6 +83,12 @@ class Kind:
         name = defs.kind_definition(self.group, self.version, self.kind)
         assert name, f"no 1.37 definition for {self.api_version} {self.kind}"
         return name
+
+    @property
+    def stored_group_resource(self) -> str:
+        """The group-resource of what is stored (quota counts it): `events` for events.k8s.io Events too."""
+        group = self.stored_as[0] if self.stored_as else self.group
+        return f"{self.plural}.{group}" if group else self.plural
 
     @property
     def list_kind(self) -> str:

@@ -121,6 +121,17 @@ class Strategy:
         """Whether a delete must wait (deletionTimestamp set) instead of removing the object now."""
         return bool((obj.get("metadata") or {}).get("finalizers"))
 
+    def grace_period(self, old: Obj, options: Obj) -> int:
+        """Seconds a delete waits for (upstream's CheckGracefulDelete); 0: at once."""
+        return 0
+
+    def graceful_deletion_pending(self, obj: Obj) -> bool:
+        """Whether the object is still in its graceful deletion (whoever runs it has not confirmed yet)."""
+        return False
+
+    def prepare_for_pending_delete(self, obj: Obj) -> None:
+        """What a delete that has to wait (finalizers, grace period) changes besides deletionTimestamp."""
+
 
 def copy_field(dst: Obj, src: Obj, key: str) -> None:
     """dst[key] = src[key], or no key in dst when src has none."""

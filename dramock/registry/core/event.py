@@ -106,4 +106,4 @@ CORE_KIND = Kind("", "v1", "Event", "events", True, short_names=("ev",), selecta
                  printer=PRINTER, bucket="events")
 # Stored once in the core shape (see schemas/convert.py).
 EVENTS_KIND = Kind("events.k8s.io", "v1", "Event", "events", True, short_names=("ev",),
-                   selectable_fields=_V1_FIELDS, printer=PRINTER, bucket="events")
+                   selectable_fields=_V1_FIELDS, printer=PRINTER, bucket="events", stored_as=("", "v1", "Event"))

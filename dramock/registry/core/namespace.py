@@ -38,6 +38,9 @@ class NamespaceStrategy(Strategy):
         # spec.finalizers ("kubernetes") hold the namespace until its contents are gone.
         return super().deletion_blocked(obj) or bool((obj.get("spec") or {}).get("finalizers"))
 
+    def prepare_for_pending_delete(self, obj: Obj) -> None:
+        obj.setdefault("status", {})["phase"] = "Terminating"
+
     def prepare_for_finalize(self, new: Obj, old: Obj) -> None:
         spec = new.get("spec")
         self.prepare_for_status_update(new, old)

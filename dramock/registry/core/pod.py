@@ -126,6 +126,21 @@ class PodStrategy(Strategy):
         if "qosClass" in (old.get("status") or {}):
             new.setdefault("status", {})["qosClass"] = old["status"]["qosClass"]
 
+    def grace_period(self, old: Obj, options: Obj) -> int:
+        """Pods bound to a node are deleted gracefully (the kubelet confirms); others at once (as upstream)."""
+        requested = options.get("gracePeriodSeconds")
+        spec, status = old.get("spec") or {}, old.get("status") or {}
+        if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
+            return 0
+        if requested is None:
+            current = old["metadata"].get("deletionGracePeriodSeconds")
+            requested = current if current is not None else spec.get("terminationGracePeriodSeconds", 30)
+        return max(int(requested), 0)
+
+    def graceful_deletion_pending(self, obj: Obj) -> bool:
+        """Still in its graceful termination: the kubelet has not confirmed yet."""
+        return (obj["metadata"].get("deletionGracePeriodSeconds") or 0) > 0
+
 
 # ---------------------------------------------------------------- printing
 
