@@ -1,4 +1,5 @@
-"""Feature gates (dramock.schemas.featuregates) and the fields they guard (dramock.schemas.gatedfields).
+"""Feature gates (dramock.schemas.featuregates) and the fields they guard (dramock.registry.gatedfields, with
+the rows in the kinds' modules).
 
 The unit tests are generated from gatedfields.TABLE, so a new row is tested without further work: for
 every gated field, (1) created with the gate off it is dropped, (2) kept on an update when the old object
