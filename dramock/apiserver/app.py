@@ -25,7 +25,7 @@ from prometheus_client import (
     generate_latest,
 )
 
-from dramock import errors, timefmt
+from dramock import errors
 from dramock.admission.chain import SYSTEM_NAMESPACES, Admission
 from dramock.apiserver import authfilter as gate
 from dramock.apiserver import codec, discovery, explainapi, health, openapi, params, protobuf
@@ -42,7 +42,6 @@ from dramock.apiserver.rest import (
 from dramock.apiserver.watch import WatchHandler
 from dramock.auth.security import Security, SecurityConfig
 from dramock.faults import Faults, api_error
-from dramock.jsonvalue import clone
 from dramock.registry import Registry, printing
 from dramock.registry.kind import Kind
 from dramock.schemas import versions
@@ -327,7 +326,7 @@ class APIServer:
         if head == "openapi":
             return self._openapi(request, parts)
         if head == "dramock" and parts[1:2] == ["explain"] and request.method == "GET":
-            return explainapi.handle_explain(self.store, FeatureGates(self.config.feature_gates), parts[2:],
+            return explainapi.handle_explain(self.store, self.registry.gates, parts[2:],
                                              request.query)
         if head == "ui" and request.method in ("GET", "HEAD"):
             return explainapi.handle_ui(parts[1:])
@@ -526,7 +525,8 @@ class APIServer:
         return self.rest.create(call, body, content_type)
 
     def _bind(self, call: Call, body: bytes, content_type: str) -> Result:
-        """pods/binding: set spec.nodeName of an unbound pod (what the scheduler calls)."""
+        """The binding subresource (pods/binding, what the scheduler calls): the kind's strategy makes the bound
+        object, written as is (binding bypasses the spec-immutability of updates, as upstream's BindingREST)."""
         doc, _ = codec.parse_body(body, content_type)
         codec.check_types(doc, "io.k8s.api.core.v1.Binding", "Binding", "v1")
         target = (doc.get("target") or {}).get("name")
@@ -534,27 +534,10 @@ class APIServer:
         if not target:
             raise errors.invalid("Binding", "", name or "", [{"reason": "FieldValueRequired",
                                                              "message": "Required value", "field": "target.name"}])
-        pods = call.kind
-        pod_call = Call(pods, call.namespace, name, "", call.query, call.user_agent)
-        current = self.rest.get(pod_call).body
-        if (current.get("spec") or {}).get("nodeName"):
-            raise errors.conflict("pods", "", name or "", f"pod {name} is already assigned to node "
-                                  f"\"{current['spec']['nodeName']}\"")
-        if current["metadata"].get("deletionTimestamp"):
-            raise errors.conflict("pods", "", name or "", f"pod {name} is being deleted, cannot be assigned "
-                                  "to a host")
-        pod = clone(current)
-        pod["spec"]["nodeName"] = target
-        conditions = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") != "PodScheduled"]
-        conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-                           "lastTransitionTime": timefmt.now()})
-        pod.setdefault("status", {})["conditions"] = conditions
-        # The nomination (set while PreBind waited, e.g. for binding conditions) is over once the pod is bound
-        # (upstream's ClearingNominatedNodeNameAfterBinding).
-        pod["status"].pop("nominatedNodeName", None)
-        # Binding bypasses the spec-immutability of updates, as upstream's BindingREST does.
-        stored = self.rest.store.update(pods.storage_bucket, f"{call.namespace}/{name}", pod)
-        del stored
+        kind = call.kind
+        current = self.rest.get(Call(kind, call.namespace, name, "", call.query, call.user_agent)).body
+        bound = self.registry.strategy(kind).bind(current, target)
+        self.rest.store.update(kind.storage_bucket, f"{call.namespace}/{name}", bound)
         return Result({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201)
 
     def _table_for_watch(self, call: Call) -> Any:

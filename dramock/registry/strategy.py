@@ -116,6 +116,11 @@ class Strategy:
     def prepare_for_finalize(self, new: Obj, old: Obj) -> None:
         raise NotImplementedError(f"{self.kind.kind} has no finalize subresource")
 
+    # -- the binding subresource: only kinds that serve it (pods) override this --
+    def bind(self, current: Obj, target: str) -> Obj:
+        """The object bound to `target` (upstream's BindingREST)."""
+        raise NotImplementedError(f"{self.kind.kind} has no binding subresource")
+
     # -- deletion --
     def deletion_blocked(self, obj: Obj) -> bool:
         """Whether a delete must wait (deletionTimestamp set) instead of removing the object now."""

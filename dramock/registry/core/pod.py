@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+from dramock import errors, timefmt
+from dramock.jsonvalue import clone
 from dramock.registry import quota as q
 from dramock.registry.core.podspec import default_container
 from dramock.registry.gatedfields import GatedFields
@@ -125,6 +127,25 @@ class PodStrategy(Strategy):
         # qosClass is fixed at creation.
         if "qosClass" in (old.get("status") or {}):
             new.setdefault("status", {})["qosClass"] = old["status"]["qosClass"]
+
+    def bind(self, current: Obj, target: str) -> Obj:
+        """pods/binding: spec.nodeName of an unbound pod, and its PodScheduled condition."""
+        name = current["metadata"].get("name", "")
+        if (current.get("spec") or {}).get("nodeName"):
+            raise errors.conflict("pods", "", name, f"pod {name} is already assigned to node "
+                                  f"\"{current['spec']['nodeName']}\"")
+        if current["metadata"].get("deletionTimestamp"):
+            raise errors.conflict("pods", "", name, f"pod {name} is being deleted, cannot be assigned to a host")
+        pod = clone(current)
+        pod["spec"]["nodeName"] = target
+        conditions = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") != "PodScheduled"]
+        conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                           "lastTransitionTime": timefmt.now()})
+        pod.setdefault("status", {})["conditions"] = conditions
+        # The nomination (set while PreBind waited, e.g. for binding conditions) is over once the pod is bound
+        # (upstream's ClearingNominatedNodeNameAfterBinding).
+        pod["status"].pop("nominatedNodeName", None)
+        return pod
 
     def grace_period(self, old: Obj, options: Obj) -> int:
         """Pods bound to a node are deleted gracefully (the kubelet confirms); others at once (as upstream)."""
