@@ -343,7 +343,8 @@ def _run_node_component(args: argparse.Namespace) -> int:
 def _run_server(args: argparse.Namespace) -> int:
     from dramock.apiserver import serving
     from dramock.apiserver.app import APIServer, ServerConfig
-    from dramock.schemas import featuregates, registry
+    from dramock.registry import RuntimeConfigError, parse_runtime_config
+    from dramock.schemas import featuregates
 
     configure_logging(args.verbosity)
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
@@ -353,8 +354,8 @@ def _run_server(args: argparse.Namespace) -> int:
         print(f"dramock: invalid argument for --feature-gates: {e}", file=sys.stderr)
         return 2
     try:
-        registry.configure(registry.parse_runtime_config(args.runtime_config), featuregates.FeatureGates(gates))
-    except registry.RuntimeConfigError as e:
+        runtime_config = parse_runtime_config(args.runtime_config)
+    except RuntimeConfigError as e:
         print(f"dramock: invalid argument for --runtime-config: {e}", file=sys.stderr)
         return 2
     from dramock.faults import RuleError, parse_rule
@@ -382,6 +383,7 @@ def _run_server(args: argparse.Namespace) -> int:
             print(f"dramock: invalid argument for --dra-binding-timeout: {e}", file=sys.stderr)
             return 2
     config = ServerConfig(data_dir=args.data_dir, database_url=args.database_url, feature_gates=gates,
+                          runtime_config=runtime_config,
                           compaction_interval=args.etcd_compaction_interval,
                           bookmark_interval=args.watch_bookmark_interval,
                           max_requests_inflight=args.max_requests_inflight,

@@ -9,7 +9,9 @@ import json
 import pytest
 
 from dramock.apiserver import discovery, openapi
-from dramock.schemas import registry
+from dramock.registry import Registry
+
+registry = Registry.default()
 
 KUBECTL_DISCOVERY_ACCEPT = (
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
@@ -357,7 +359,7 @@ def test_v2_response_negotiation(accept, status):
 
 
 def test_every_served_kind_has_a_v3_patch_operation():
-    for g, v in registry.GROUP_VERSIONS:
+    for g, v in registry.group_versions:
         paths = openapi.v3_document(openapi.v3_path_of(g, v))["paths"]
         for k in registry.kinds_in(g, v):
             if "patch" not in k.verbs:  # the create-only self reviews

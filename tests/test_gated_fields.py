@@ -1,4 +1,5 @@
-"""Feature gates (dramock.schemas.featuregates) and the fields they guard (dramock.schemas.gatedfields).
+"""Feature gates (dramock.schemas.featuregates) and the fields they guard (dramock.registry.gatedfields, with
+the rows in the kinds' modules).
 
 The unit tests are generated from gatedfields.TABLE, so a new row is tested without further work: for
 every gated field, (1) created with the gate off it is dropped, (2) kept on an update when the old object
@@ -21,9 +22,37 @@ import pytest
 from conftest import start_server, stop
 from test_validation_resource import claim, counters_slice, device, ex, pod, result, rslice, template
 
-from dramock.schemas import defs, featuregates, gatedfields
+from dramock.registry import gatedfields as generic
+from dramock.registry.gatedfields import GatedFields
+from dramock.registry.kinds import ALPHA_KINDS, STORED_KINDS
+from dramock.registry.kinds import GATED_FIELDS as TABLE
+from dramock.schemas import defs, featuregates
 from dramock.schemas.featuregates import GATES, FeatureGates
-from dramock.schemas.gatedfields import TABLE, GatedFields, drop_disabled_fields, uses
+
+
+class gatedfields:  # noqa: N801  (the rules by kind name, over the registry's rows and the generic dropper)
+    ROOTS = {k.kind: k.definition for k in (*STORED_KINDS, *ALPHA_KINDS)
+             if k.group in ("", "resource.k8s.io", "scheduling.k8s.io")}
+
+    @staticmethod
+    def rows(kind: str) -> tuple[GatedFields, ...]:
+        return tuple(r for r in TABLE if r.kind == kind)
+
+    @staticmethod
+    def compile_path(kind: str, path: str) -> object:
+        return generic.compile_path(gatedfields.ROOTS[kind], path)
+
+    @staticmethod
+    def remove(kind: str, obj: dict, path: str) -> None:
+        generic.remove(gatedfields.ROOTS[kind], obj, path)
+
+
+def uses(kind: str, obj: dict | None, path: str) -> bool:
+    return generic.uses(gatedfields.ROOTS[kind], obj, path)
+
+
+def drop_disabled_fields(kind: str, new: dict, old: dict | None, gates: FeatureGates) -> None:
+    generic.drop_disabled_fields(gatedfields.rows(kind), new, old, gates)
 
 Obj = dict[str, Any]
 UID = "ac051fac-2ead-46d9-b8b4-4e0fbeb7455d"

@@ -6,7 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dramock.schemas import printers, registry
+from dramock.registry import Registry
+from dramock.registry import printing as printers
+
+registry = Registry.default()
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 

@@ -37,7 +37,7 @@ import pytest
 from dramock.apiserver import protobuf
 from dramock.apiserver.protobuf import decode
 from dramock.errors import APIError
-from dramock.schemas import registry
+from dramock.registry import kinds as registry
 from tests.helpers import strip_json_names
 
 FIXTURES = Path(__file__).parent / "fixtures" / "protobuf"

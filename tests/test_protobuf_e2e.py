@@ -636,7 +636,7 @@ def test_dry_run_answers_are_not_mistaken_for_the_stored_object(client: Client, 
 
 def test_the_kind_list_covers_every_stored_kind():
     """A kind added to the registry joins the list above (its protobuf is then tested end to end)."""
-    from dramock.schemas import registry
+    from dramock.registry import kinds as registry
 
     tested = {(k[0], k[1]) for k in V1_KINDS + BETA_KINDS}
     stored = {(k.api_version, k.kind) for k in registry.STORED_KINDS if "list" in k.verbs}

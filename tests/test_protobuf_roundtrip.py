@@ -18,7 +18,10 @@ from hypothesis import strategies as st
 
 from dramock.apiserver import protobuf
 from dramock.apiserver.pb import gojson
-from dramock.schemas import defs, registry
+from dramock.registry import Registry
+from dramock.schemas import defs
+
+registry = Registry.default()
 
 META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 TIME, MICRO_TIME = META + "Time", META + "MicroTime"
@@ -135,9 +138,9 @@ _MORE_KINDS = [("autoscaling", "v1", "Scale"),
 
 def _served_kinds() -> list[tuple[str, str, str]]:
     out = [(f"{g}/{v}", k, defs.kind_definition(g, v, k)) for g, v, k in _MORE_KINDS]
-    for group in sorted({k.group for k in registry.KINDS}):
+    for group in sorted({k.group for k in registry.kinds}):
         for version in ("v1", "v1beta2", "v1beta1", "v1alpha3"):
-            for k in registry.KINDS:
+            for k in registry.kinds:
                 if k.group == group:
                     definition = k.definition.replace(f".{k.version}.", f".{version}.")
                     if definition in defs.definitions():

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from dramock.schemas import quota as q
+from dramock.registry.resource import resourceclaim as q
 from tests.helpers import Server, start_server, stop, wait_for
 
 RES = "/apis/resource.k8s.io/v1"

@@ -7,9 +7,16 @@ import copy
 
 import pytest
 
+from dramock.registry.gatedfields import drop_disabled_fields as drop_rows
+from dramock.registry.scheduling import podgroup, workload
 from dramock.schemas.featuregates import FeatureGates
-from dramock.schemas.gatedfields import drop_disabled_fields
 from dramock.schemas.validation import scheduling as v
+
+_ROWS = {"PodGroup": podgroup.PodGroupStrategy.gated_fields, "Workload": workload.WorkloadStrategy.gated_fields}
+
+
+def drop_disabled_fields(kind: str, new: dict, old: dict | None, gates: FeatureGates) -> None:
+    drop_rows(_ROWS[kind], new, old, gates)
 
 
 def _group(claims: list | None = None, **spec) -> dict:

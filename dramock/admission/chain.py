@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from dramock import errors
 from dramock.admission.quota import QuotaAdmission
 from dramock.admission.serviceip import DEFAULT_SERVICE_CIDR, ServiceIPAllocator
+from dramock.registry import Registry
 from dramock.storage.revlog import RevisionLog
 
 if TYPE_CHECKING:
-    from dramock.schemas.registry import Kind
+    from dramock.registry.kind import Kind
 
 Obj = dict[str, Any]
 
@@ -33,9 +34,9 @@ class Target(Protocol):
 
 
 class Admission:
-    def __init__(self, store: RevisionLog, service_cidr: str = DEFAULT_SERVICE_CIDR):
+    def __init__(self, store: RevisionLog, registry: Registry, service_cidr: str = DEFAULT_SERVICE_CIDR):
         self.store = store
-        self.quota = QuotaAdmission(store)
+        self.quota = QuotaAdmission(store, registry.quota_evaluators)
         self.service_ips = ServiceIPAllocator(store, service_cidr)
         # Plugins that judge the requesting user (NodeRestriction, RBAC escalation, claim status authorization):
         # objects with admit(call, obj, old) (obj None on delete, old None on create).

@@ -1,6 +1,7 @@
 """The ResourceQuota admission plugin, modelled on upstream's `plugin/pkg/admission/resourcequota`
-(check, then charge `status.used`). Usage comes from the evaluators in `dramock/schemas/quota.py`, which
-the quota controller shares; the plugin feeds their `Lookup` from the store.
+(check, then charge `status.used`). Usage comes from the evaluators the registry lists (generic machinery in
+`dramock/registry/quota.py`, a kind's own evaluator in its module), which the quota controller shares; the
+plugin feeds their `Lookup` from the store.
 
 Charging is atomic: the plugin runs inside the object's storage transaction (`store.atomic()`), checks
 every matching quota's `status.used + usage <= status.hard` against the quotas as the database has them
@@ -11,12 +12,14 @@ reaching a terminal phase) are the controller's job, as upstream's replenishment
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from dramock import errors
 from dramock.jsonvalue import clone
-from dramock.schemas.quota import (
+from dramock.registry.quota import (
     ZERO,
+    Evaluator,
     Lookup,
     Obj,
     ResourceList,
@@ -34,8 +37,9 @@ class QuotaAdmission:
 
     QUOTA_BUCKET = "resourcequotas"
 
-    def __init__(self, store: Any):
+    def __init__(self, store: Any, evaluators: Mapping[str, Evaluator]):
         self.store = store
+        self.evaluators = evaluators  # the kinds with their own usage rules; every other kind counts objects
 
     def lookup(self) -> Lookup:
         return Lookup(
@@ -47,10 +51,8 @@ class QuotaAdmission:
         kind = call.kind
         if not kind.namespaced or not call.namespace:
             return
-        gr = kind.group_resource
-        if kind.plural == "events" and kind.group == "events.k8s.io":
-            gr = "events"
-        ev = evaluator_for(gr)
+        gr = kind.stored_group_resource
+        ev = evaluator_for(gr, self.evaluators)
         if old is not None and not ev.handles_update(call.subresource):
             return
         if old is None and call.subresource not in ("",):

@@ -25,8 +25,7 @@ from prometheus_client import (
     generate_latest,
 )
 
-from dramock import errors, timefmt
-from dramock.admission import strategy as strategies
+from dramock import errors
 from dramock.admission.chain import SYSTEM_NAMESPACES, Admission
 from dramock.apiserver import authfilter as gate
 from dramock.apiserver import codec, discovery, explainapi, health, openapi, params, protobuf
@@ -43,10 +42,10 @@ from dramock.apiserver.rest import (
 from dramock.apiserver.watch import WatchHandler
 from dramock.auth.security import Security, SecurityConfig
 from dramock.faults import Faults, api_error
-from dramock.jsonvalue import clone
-from dramock.schemas import printers, registry, versions
+from dramock.registry import Registry, printing
+from dramock.registry.kind import Kind
+from dramock.schemas import versions
 from dramock.schemas.featuregates import FeatureGates
-from dramock.schemas.registry import Kind
 from dramock.storage.revlog import DEFAULT_HISTORY, RevisionLog, StaleRead, StorageFailure, sqlite_url
 
 log = logging.getLogger("dramock.apiserver")
@@ -63,6 +62,8 @@ class ServerConfig:
     data_dir: str = "./dramock-data"
     database_url: str = ""  # default: SQLite file in data_dir
     feature_gates: dict[str, bool] = field(default_factory=dict)
+    # --runtime-config, parsed: the optional (group, version) pairs turned on or off.
+    runtime_config: dict[tuple[str, str], bool] = field(default_factory=dict)
     # Like kube-apiserver's --etcd-compaction-interval: history older than one interval is compacted.
     compaction_interval: float = 300.0
     bookmark_interval: float = 10.0
@@ -166,11 +167,14 @@ class APIServer:
     def __init__(self, config: ServerConfig):
         self.config = config
         self.store = RevisionLog(config.url, stamp_resource_version, history=config.watch_history)
-        strategies.configure(FeatureGates(config.feature_gates), self._namespace_labels)
-        self.admission = Admission(self.store, config.service_cluster_ip_range)
+        # What this server serves, and each kind's strategy (which sees the gates and, for the DRA
+        # admin-access rule, the namespaces' labels).
+        self.registry = Registry.build(config.runtime_config, FeatureGates(config.feature_gates),
+                                       self._namespace_labels)
+        self.admission = Admission(self.store, self.registry, config.service_cluster_ip_range)
         self.security = Security(config.security, self.store, config.data_dir)
         self.admission.plugins += gate.admission_plugins(self.security)
-        self.rest = Rest(self.store, self.admission)
+        self.rest = Rest(self.store, self.admission, self.registry)
         self.metrics = Metrics()
         # One protobuf encoder for responses and watch frames: it keeps each stored object's bytes.
         self.protobuf = protobuf.Encoder()
@@ -218,7 +222,7 @@ class APIServer:
         self.store.close()
 
     def _seed_namespaces(self) -> None:
-        kind = registry.lookup("", "v1", "namespaces")
+        kind = self.registry.lookup("", "v1", "namespaces")
         assert kind is not None
         for ns in SYSTEM_NAMESPACES:
             if self.store.get("namespaces", ns) is None:
@@ -232,7 +236,7 @@ class APIServer:
     def _seed_kubernetes_service(self) -> None:
         """The `kubernetes` Service in `default` on the range's first address (upstream's bootstrap controller),
         which `kubectl cluster-info` and in-cluster clients look for."""
-        kind = registry.lookup("", "v1", "services")
+        kind = self.registry.lookup("", "v1", "services")
         assert kind is not None
         if self.store.get(kind.storage_bucket, "default/kubernetes") is not None:
             return
@@ -313,7 +317,7 @@ class APIServer:
         if head == "version" and len(parts) == 1:
             return _json(discovery.version_info())
         if head == "metrics" and len(parts) == 1:
-            for k in registry.KINDS:
+            for k in self.registry.kinds:
                 self.metrics.objects.labels(k.group_resource).set(self.store.count(k.storage_bucket))
             # The process-wide registry adds process metrics and, under `serve`, the in-process components'
             # (e.g. dynamic_resource_allocation_resource_claims from the ResourceClaim controller).
@@ -322,7 +326,7 @@ class APIServer:
         if head == "openapi":
             return self._openapi(request, parts)
         if head == "dramock" and parts[1:2] == ["explain"] and request.method == "GET":
-            return explainapi.handle_explain(self.store, FeatureGates(self.config.feature_gates), parts[2:],
+            return explainapi.handle_explain(self.store, self.registry.gates, parts[2:],
                                              request.query)
         if head == "ui" and request.method in ("GET", "HEAD"):
             return explainapi.handle_ui(parts[1:])
@@ -338,11 +342,11 @@ class APIServer:
             if len(parts) == 1:
                 return self._discovery(request, core=False)
             group = parts[1]
-            if group not in registry.groups():
+            if group not in self.registry.groups():
                 raise errors.path_not_found()
             if len(parts) == 2:
-                return _discovery_document(request, discovery.group(group) or {})
-            if parts[2] not in registry.versions_of(group):
+                return _discovery_document(request, discovery.group(group, self.registry) or {})
+            if parts[2] not in self.registry.versions_of(group):
                 raise errors.path_not_found()
             return await self._resource_request(request, group, parts[2], parts[3:])
         raise errors.path_not_found()
@@ -350,23 +354,26 @@ class APIServer:
     def _discovery(self, request: web.Request, core: bool) -> web.Response:
         form = discovery.negotiate(request.headers.get("Accept"))
         if form.aggregated:
-            body, etag = (discovery.aggregated_protobuf_bytes if form.protobuf else discovery.aggregated_bytes)(core)
+            body, etag = (discovery.aggregated_protobuf_bytes if form.protobuf else discovery.aggregated_bytes)(
+                core, self.registry)
             content_type = discovery.AGGREGATED_V2_PROTOBUF if form.protobuf else discovery.AGGREGATED_V2
             return web.Response(body=body, headers={"Content-Type": content_type, "ETag": etag, "Vary": "Accept"})
-        return _discovery_document(request, discovery.core_versions() if core else discovery.group_list())
+        return _discovery_document(request, discovery.core_versions(registry=self.registry) if core
+                                   else discovery.group_list(self.registry))
 
     def _openapi(self, request: web.Request, parts: list[str]) -> web.Response:
         if parts[1:] == ["v2"]:
             status, headers, body = openapi.v2_response(request.headers.get("Accept", ""),
-                                                        request.headers.get("If-None-Match"))
+                                                        request.headers.get("If-None-Match"), self.registry)
             return web.Response(status=status, headers=headers, body=body)
         if parts[1:] == ["v3"]:
-            body, etag = openapi.v3_index_bytes()
+            body, etag = openapi.v3_index_bytes(self.registry)
             if request.headers.get("If-None-Match") == etag:
                 return web.Response(status=304, headers={"ETag": etag})
             return web.Response(body=body, headers={"Content-Type": "application/json", "ETag": etag})
         if len(parts) > 2 and parts[1] == "v3":
-            status, headers, body = openapi.v3_response("/".join(parts[2:]), request.query.get("hash"))
+            status, headers, body = openapi.v3_response("/".join(parts[2:]), request.query.get("hash"),
+                                                        self.registry)
             return web.Response(status=status, headers=headers, body=body)
         raise errors.path_not_found()
 
@@ -392,7 +399,7 @@ class APIServer:
     async def _resource_request(self, request: web.Request, group: str, version: str,
                                 rest: list[str]) -> web.StreamResponse:
         if not rest:
-            return _discovery_document(request, discovery.resource_list(group, version) or {})
+            return _discovery_document(request, discovery.resource_list(group, version, self.registry) or {})
         watch_prefix = rest[0] == "watch"
         if watch_prefix:  # the deprecated /watch/ path form
             rest = rest[1:]
@@ -518,7 +525,8 @@ class APIServer:
         return self.rest.create(call, body, content_type)
 
     def _bind(self, call: Call, body: bytes, content_type: str) -> Result:
-        """pods/binding: set spec.nodeName of an unbound pod (what the scheduler calls)."""
+        """The binding subresource (pods/binding, what the scheduler calls): the kind's strategy makes the bound
+        object, written as is (binding bypasses the spec-immutability of updates, as upstream's BindingREST)."""
         doc, _ = codec.parse_body(body, content_type)
         codec.check_types(doc, "io.k8s.api.core.v1.Binding", "Binding", "v1")
         target = (doc.get("target") or {}).get("name")
@@ -526,32 +534,15 @@ class APIServer:
         if not target:
             raise errors.invalid("Binding", "", name or "", [{"reason": "FieldValueRequired",
                                                              "message": "Required value", "field": "target.name"}])
-        pods = call.kind
-        pod_call = Call(pods, call.namespace, name, "", call.query, call.user_agent)
-        current = self.rest.get(pod_call).body
-        if (current.get("spec") or {}).get("nodeName"):
-            raise errors.conflict("pods", "", name or "", f"pod {name} is already assigned to node "
-                                  f"\"{current['spec']['nodeName']}\"")
-        if current["metadata"].get("deletionTimestamp"):
-            raise errors.conflict("pods", "", name or "", f"pod {name} is being deleted, cannot be assigned "
-                                  "to a host")
-        pod = clone(current)
-        pod["spec"]["nodeName"] = target
-        conditions = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") != "PodScheduled"]
-        conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-                           "lastTransitionTime": timefmt.now()})
-        pod.setdefault("status", {})["conditions"] = conditions
-        # The nomination (set while PreBind waited, e.g. for binding conditions) is over once the pod is bound
-        # (upstream's ClearingNominatedNodeNameAfterBinding).
-        pod["status"].pop("nominatedNodeName", None)
-        # Binding bypasses the spec-immutability of updates, as upstream's BindingREST does.
-        stored = self.rest.store.update(pods.storage_bucket, f"{call.namespace}/{name}", pod)
-        del stored
+        kind = call.kind
+        current = self.rest.get(Call(kind, call.namespace, name, "", call.query, call.user_agent)).body
+        bound = self.registry.strategy(kind).bind(current, target)
+        self.rest.store.update(kind.storage_bucket, f"{call.namespace}/{name}", bound)
         return Result({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201)
 
     def _table_for_watch(self, call: Call) -> Any:
         def render(kind: Kind, objs: list[Obj], with_columns: bool) -> Obj:
-            return printers.table(kind, objs, include_object=self._include_object(call),
+            return printing.table(kind, objs, include_object=self._include_object(call),
                                   no_headers=not with_columns)
         return render
 
@@ -571,7 +562,7 @@ class APIServer:
         if accept.form == "Table" and body.get("kind") != "Status":
             items = body["items"] if is_list else [body]
             list_meta = body["metadata"] if is_list else {"resourceVersion": meta(body).get("resourceVersion", "")}
-            body = printers.table(call.kind, items, include_object=self._include_object(call),
+            body = printing.table(call.kind, items, include_object=self._include_object(call),
                                   list_meta=list_meta, api_version=f"meta.k8s.io/{accept.version}")
         elif accept.form.startswith("PartialObjectMetadata") and body.get("kind") != "Status":
             av = f"meta.k8s.io/{accept.version}"
@@ -602,11 +593,11 @@ class APIServer:
     def _route(self, method: str, group: str, version: str, rest: list[str], query: Any) -> Route:
         """Map the path after /api/v1 or /apis/G/V to (kind, namespace, name, subresource, verb)."""
         namespace = None
-        if len(rest) >= 3 and rest[0] == "namespaces" and registry.lookup(group, version, rest[2]) is not None \
+        if len(rest) >= 3 and rest[0] == "namespaces" and self.registry.lookup(group, version, rest[2]) is not None \
                 and (group != "" or rest[2] not in ("status", "finalize")):
             namespace = rest[1]
             rest = rest[2:]
-        kind = registry.lookup(group, version, rest[0])
+        kind = self.registry.lookup(group, version, rest[0])
         if kind is None or len(rest) > 3:
             raise errors.path_not_found()
         if namespace is not None and not kind.namespaced:

@@ -14,7 +14,6 @@ from dramock.auth import bootstrap_policy
 from dramock.auth.attributes import Attributes
 from dramock.auth.security import Security
 from dramock.auth.tokens import DEFAULT_EXPIRATION, MIN_EXPIRATION
-from dramock.schemas import registry
 
 Obj = dict[str, Any]
 
@@ -59,7 +58,7 @@ def seed_bootstrap_policy(rest, store) -> None:
     from dramock.apiserver.app import _EMPTY_QUERY
 
     for plural, obj in bootstrap_policy.objects():
-        kind = registry.lookup(bootstrap_policy.RBAC, "v1", plural)
+        kind = rest.registry.lookup(bootstrap_policy.RBAC, "v1", plural)
         assert kind is not None
         if store.get(kind.storage_bucket, obj["metadata"]["name"]) is None:
             rest.create_object(Call(kind, None, None, "", _EMPTY_QUERY, user_agent="kube-apiserver"), obj)

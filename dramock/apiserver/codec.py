@@ -12,8 +12,9 @@ import yaml
 from dramock import errors, fastjson
 from dramock.apiserver import bodies, protobuf
 from dramock.jsonvalue import go_type_name
-from dramock.schemas import registry, structural
-from dramock.schemas.registry import Kind
+from dramock.registry.kind import Kind
+from dramock.registry.kinds import known_group_versions
+from dramock.schemas import structural
 
 Obj = dict[str, Any]
 
@@ -147,7 +148,7 @@ def check_type_meta(obj: Obj, kind: Kind, fill: bool = True) -> None:
         raise errors.bad_request(f"Object 'Kind' is missing in '{_summary(json.dumps(obj).encode(), 100)}'")
     if av:
         group, _, version = av.rpartition("/")
-        if (group, version) not in registry.known_group_versions():
+        if (group, version) not in known_group_versions():
             raise errors.bad_request(
                 f'{k or kind.kind} in version "{version}" cannot be handled as a {kind.kind}: no kind '
                 f'"{k or kind.kind}" is registered for version "{av}" in scheme "pkg/api/legacyscheme/scheme.go:30"')

@@ -1,8 +1,8 @@
 """Discovery documents: /version, /api, /apis, /api/v1, /apis/<g>, /apis/<g>/<v> and aggregated discovery.
 
-Everything is derived from `schemas.registry.KINDS`; the shapes follow what a 1.37 kube-apiserver serves
-(apimachinery `metav1.APIVersions`, `APIGroupList`, `APIGroup`, `APIResourceList` and
-`apidiscovery.k8s.io/v2` `APIGroupDiscoveryList`).
+Everything is derived from the server's `Registry` (the default one when none is given); the shapes follow
+what a 1.37 kube-apiserver serves (apimachinery `metav1.APIVersions`, `APIGroupList`, `APIGroup`,
+`APIResourceList` and `apidiscovery.k8s.io/v2` `APIGroupDiscoveryList`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 
 from dramock import KUBERNETES_VERSION
 from dramock.apiserver import protobuf
-from dramock.schemas import registry
-from dramock.schemas.registry import Kind
+from dramock.registry import Registry
+from dramock.registry.kind import Kind
 
 Obj = dict[str, Any]
 
@@ -68,11 +68,6 @@ _SUBRESOURCES: dict[str, tuple[tuple[str, ...], tuple[str, str, str] | None]] = 
     "portforward": (("create", "get"), ("", "v1", "PodPortForwardOptions")),
 }
 
-# Resources whose REST storage does not implement every standard verb.
-# Where a resource is stored when it is not stored as itself (storageVersionHash is of the storage GVK).
-_STORAGE_GVK: dict[tuple[str, str], tuple[str, str, str]] = {
-    ("events.k8s.io", "events"): ("", "v1", "Event"),
-}
 
 
 def _split_version(v: str) -> tuple[str, str]:
@@ -103,8 +98,9 @@ def version_info() -> Obj:
 
 
 def storage_version_hash(kind: Kind) -> str:
-    """upstream discovery.StorageVersionHash: base64 of the first 8 bytes of sha256("group/version/kind")."""
-    g, v, k = _STORAGE_GVK.get((kind.group, kind.plural), (kind.group, kind.version, kind.kind))
+    """upstream discovery.StorageVersionHash: base64 of the first 8 bytes of sha256("group/version/kind"), of
+    the storage kind when the kind is stored as another."""
+    g, v, k = kind.stored_as or (kind.group, kind.version, kind.kind)
     digest = hashlib.sha256(f"{g}/{v}/{k}".encode()).digest()
     return base64.b64encode(digest[:8]).decode()
 
@@ -117,17 +113,18 @@ def _subresource_kind(kind: Kind, sub: str) -> tuple[str, str, str]:
     return _SUBRESOURCES[sub][1] or (kind.group, kind.version, kind.kind)
 
 
-def _group_versions(group: str) -> list[Obj]:
+def _group_versions(group: str, registry: Registry) -> list[Obj]:
     return [{"groupVersion": f"{group}/{v}", "version": v} for v in registry.versions_of(group)]
 
 
-def _sorted_groups() -> list[str]:
+def _sorted_groups(registry: Registry) -> list[str]:
     order = registry.groups()
     return sorted(order, key=lambda g: (-_GROUP_PRIORITY.get(g, 0), order.index(g)))
 
 
-def core_versions(server_address: str = "127.0.0.1:6443") -> Obj:
+def core_versions(server_address: str = "127.0.0.1:6443", registry: Registry | None = None) -> Obj:
     """GET /api: metav1.APIVersions (served without apiVersion, as upstream does)."""
+    registry = registry or Registry.default()
     return {
         "kind": "APIVersions",
         "versions": registry.versions_of(""),
@@ -135,9 +132,9 @@ def core_versions(server_address: str = "127.0.0.1:6443") -> Obj:
     }
 
 
-def group(name: str) -> Obj | None:
+def group(name: str, registry: Registry | None = None) -> Obj | None:
     """GET /apis/<name>: metav1.APIGroup, or None when the group is not served."""
-    versions = _group_versions(name)
+    versions = _group_versions(name, registry or Registry.default())
     if not name or not versions:
         return None
     return {
@@ -149,11 +146,12 @@ def group(name: str) -> Obj | None:
     }
 
 
-def group_list() -> Obj:
+def group_list(registry: Registry | None = None) -> Obj:
     """GET /apis: metav1.APIGroupList."""
+    registry = registry or Registry.default()
     groups = []
-    for g in _sorted_groups():
-        entry = group(g)
+    for g in _sorted_groups(registry):
+        entry = group(g, registry)
         assert entry is not None
         entry = {k: v for k, v in entry.items() if k not in ("kind", "apiVersion")}
         groups.append(entry)
@@ -194,9 +192,9 @@ def _api_subresource(kind: Kind, sub: str) -> Obj:
     return out
 
 
-def resource_list(group_name: str, version: str) -> Obj | None:
+def resource_list(group_name: str, version: str, registry: Registry | None = None) -> Obj | None:
     """GET /api/v1 or /apis/<g>/<v>: metav1.APIResourceList, or None when not served."""
-    kinds = registry.kinds_in(group_name, version)
+    kinds = (registry or Registry.default()).kinds_in(group_name, version)
     if not kinds:
         return None
     entries: list[Obj] = []
@@ -240,7 +238,7 @@ def _discovery_resource(kind: Kind) -> Obj:
     return out
 
 
-def _group_discovery(group_name: str) -> Obj:
+def _group_discovery(group_name: str, registry: Registry) -> Obj:
     versions = []
     for v in registry.versions_of(group_name):
         kinds = sorted(registry.kinds_in(group_name, v), key=lambda k: k.plural)
@@ -252,9 +250,11 @@ def _group_discovery(group_name: str) -> Obj:
     return {"metadata": {"name": group_name} if group_name else {}, "versions": versions}
 
 
-def aggregated(core: bool) -> Obj:
+def aggregated(core: bool, registry: Registry | None = None) -> Obj:
     """apidiscovery.k8s.io/v2 APIGroupDiscoveryList for /api (core=True) or /apis (core=False)."""
-    items = [_group_discovery("")] if core else [_group_discovery(g) for g in _sorted_groups()]
+    registry = registry or Registry.default()
+    items = [_group_discovery("", registry)] if core else \
+        [_group_discovery(g, registry) for g in _sorted_groups(registry)]
     return {
         "kind": "APIGroupDiscoveryList",
         "apiVersion": "apidiscovery.k8s.io/v2",
@@ -263,10 +263,15 @@ def aggregated(core: bool) -> Obj:
     }
 
 
+def aggregated_bytes(core: bool, registry: Registry | None = None) -> tuple[bytes, str]:
+    """The serialized aggregated document and its ETag (quoted, as upstream sends it). Built once per
+    registry."""
+    return _aggregated_bytes(core, registry or Registry.default())
+
+
 @functools.cache
-def aggregated_bytes(core: bool) -> tuple[bytes, str]:
-    """The serialized aggregated document and its ETag (quoted, as upstream sends it). Built once."""
-    body = json.dumps(aggregated(core), separators=(",", ":")).encode()
+def _aggregated_bytes(core: bool, registry: Registry) -> tuple[bytes, str]:
+    body = json.dumps(aggregated(core, registry), separators=(",", ":")).encode()
     return body, '"' + hashlib.sha512(body).hexdigest().upper() + '"'
 
 
@@ -321,8 +326,12 @@ def negotiate(accept_header: str | None) -> Form:
     return Form()
 
 
+def aggregated_protobuf_bytes(core: bool, registry: Registry | None = None) -> tuple[bytes, str]:
+    """The aggregated document as protobuf and its ETag. Built once per registry."""
+    return _aggregated_protobuf_bytes(core, registry or Registry.default())
+
+
 @functools.cache
-def aggregated_protobuf_bytes(core: bool) -> tuple[bytes, str]:
-    """The aggregated document as protobuf and its ETag. Built once."""
-    body = protobuf.encode(aggregated(core))
+def _aggregated_protobuf_bytes(core: bool, registry: Registry) -> tuple[bytes, str]:
+    body = protobuf.encode(aggregated(core, registry))
     return body, '"' + hashlib.sha512(body).hexdigest().upper() + '"'

@@ -35,13 +35,11 @@ def _container(pod: Obj, requested: str) -> str:
 
 
 def _kubelet_url(rest: Rest, pod: Obj) -> str:
-    from dramock.schemas import registry
-
     node_name = (pod.get("spec") or {}).get("nodeName")
     name = pod["metadata"]["name"]
     if not node_name:
         raise errors.bad_request(f'pod {name} does not have a host assigned')
-    nodes = registry.lookup("", "v1", "nodes")
+    nodes = rest.registry.lookup("", "v1", "nodes")
     assert nodes is not None
     node = rest.store.get(nodes.storage_bucket, node_name)
     if node is None:

@@ -22,12 +22,13 @@ from typing import Any
 from multidict import MultiMapping
 
 from dramock import errors, timefmt
-from dramock.admission import strategy as strategies
 from dramock.admission.chain import Admission
 from dramock.apiserver import codec, fieldmanager, params, patch, protobuf, selectors
 from dramock.jsonvalue import clone, dumps_in_pieces
+from dramock.registry import Registry
+from dramock.registry.kind import Kind
 from dramock.schemas import convert
-from dramock.schemas.registry import Kind
+from dramock.schemas.validation.field import invalid_value
 from dramock.storage.revlog import (
     Compacted,
     FutureRevision,
@@ -159,9 +160,10 @@ def _stored_json(obj: Obj) -> Callable[[int], str]:
 
 
 class Rest:
-    def __init__(self, store: RevisionLog, admission: Admission):
+    def __init__(self, store: RevisionLog, admission: Admission, registry: Registry):
         self.store = store
         self.admission = admission
+        self.registry = registry
 
     # ---------------------------------------------------------------- reads
 
@@ -287,7 +289,7 @@ class Rest:
 
     def _prepare_create(self, call: Call, obj: Obj, manager_op: str = "Update") -> PreparedCreate:
         kind = call.kind
-        strategy = strategies.for_kind(kind)
+        strategy = self.registry.strategy(kind)
         obj = convert.to_storage(obj, kind)
         m = meta(obj)
         self._check_namespace(call, m)
@@ -366,8 +368,8 @@ class Rest:
         if name != call.name:
             raise errors.bad_request(f"the name of the object ({name}) does not match the name on the URL "
                                      f"({call.name})" if name else "name is required")
-        if not meta(obj).get("resourceVersion") and not strategies.for_kind(kind).allow_unconditional_update():
-            raise errors.invalid(kind.kind, kind.group, name or "", [strategies.invalid_value(
+        if not meta(obj).get("resourceVersion") and not self.registry.strategy(kind).allow_unconditional_update():
+            raise errors.invalid(kind.kind, kind.group, name or "", [invalid_value(
                 "metadata.resourceVersion", "", "must be specified for an update")])
         prepared = self._prepare_update(call, obj)
         if encode:
@@ -384,7 +386,7 @@ class Rest:
 
     def _prepare_update(self, call: Call, obj: Obj, apply_manager: str | None = None) -> Result | PreparedUpdate:
         kind = call.kind
-        strategy = strategies.for_kind(kind)
+        strategy = self.registry.strategy(kind)
         key = storage_name(kind, call.namespace, call.name or "")
         seen = self.store.mod_revision(kind.storage_bucket, key)
         old = self.store.get(kind.storage_bucket, key)
@@ -437,7 +439,7 @@ class Rest:
         """Admit and store a prepared update. One prepared off the event loop may find the stored object changed
         since: StaleRead, and the caller computes it again."""
         kind = call.kind
-        strategy = strategies.for_kind(kind)
+        strategy = self.registry.strategy(kind)
         obj, old, key, expected = prepared.obj, prepared.old, prepared.key, prepared.expected
         om = old["metadata"]
         if self.store.mod_revision(kind.storage_bucket, key) != prepared.seen:
@@ -448,7 +450,7 @@ class Rest:
             if call.dry_run:
                 return Result(convert.from_storage(obj, kind))
             if om.get("deletionTimestamp") and not strategy.deletion_blocked(obj) \
-                    and not self._graceful_pending(kind, obj):
+                    and not strategy.graceful_deletion_pending(obj):
                 # The last finalizer is gone from an object being deleted: it goes now.
                 stored = self.store.delete(kind.storage_bucket, key)
                 return Result(convert.from_storage(stored, kind))
@@ -551,13 +553,13 @@ class Rest:
                                   f"{pre['resourceVersion']}, ResourceVersion in object meta: "
                                   f"{om.get('resourceVersion')}")
         self.admission.admit_delete(call, old)
-        grace = self._grace_period(kind, old, options)
+        grace = self.registry.strategy(kind).grace_period(old, options)
         # Upstream's store: while a graceful deletion is pending (and not shortened), DeleteOptions cannot change
         # the finalizers; otherwise the propagation policy sets `orphan` / `foregroundDeletion` for the GC.
         current_grace = om.get("deletionGracePeriodSeconds") or 0
         graceful_pending = bool(om.get("deletionTimestamp")) and current_grace > 0 and grace >= current_grace
         gc_finalizers = None if graceful_pending else _gc_finalizers(om.get("finalizers") or [], options)
-        pending = strategies.for_kind(kind).deletion_blocked(old) or grace > 0 or gc_finalizers is not None
+        pending = self.registry.strategy(kind).deletion_blocked(old) or grace > 0 or gc_finalizers is not None
         if pending:
             obj = clone(old)
             m = obj["metadata"]
@@ -566,7 +568,7 @@ class Rest:
                     m["finalizers"] = gc_finalizers
                 else:
                     m.pop("finalizers", None)
-                if not strategies.for_kind(kind).deletion_blocked(obj) and grace == 0:
+                if not self.registry.strategy(kind).deletion_blocked(obj) and grace == 0:
                     # Only GC finalizers were dropped (e.g. Background after Orphan): nothing holds it any more.
                     if call.dry_run:
                         return self._deleted_result(kind, old)
@@ -580,8 +582,7 @@ class Rest:
                 when += timedelta(seconds=grace - m["deletionGracePeriodSeconds"])
                 m["deletionTimestamp"] = timefmt.format_time(when)
                 m["deletionGracePeriodSeconds"] = grace
-            if kind.plural == "namespaces":
-                obj.setdefault("status", {})["phase"] = "Terminating"
+            self.registry.strategy(kind).prepare_for_pending_delete(obj)
             # Upstream answers 200 with the object still present; 202 only for the deprecated
             # orphanDependents=false (kept for old clients).
             status = 202 if options.get("orphanDependents") is False else 200
@@ -604,23 +605,6 @@ class Rest:
             details = {"name": m["name"], "group": kind.group, "kind": kind.plural, "uid": m.get("uid")}
         return Result({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                        "details": details}, deleted=deleted)
-
-    def _graceful_pending(self, kind: Kind, obj: Obj) -> bool:
-        """Whether a pod is still in its graceful termination (kubelet has not confirmed yet)."""
-        return kind.plural == "pods" and (obj["metadata"].get("deletionGracePeriodSeconds") or 0) > 0
-
-    def _grace_period(self, kind: Kind, old: Obj, options: Obj) -> int:
-        """Pods bound to a node are deleted gracefully; everything else at once (as upstream)."""
-        if kind.plural != "pods":
-            return 0
-        requested = options.get("gracePeriodSeconds")
-        spec, status = old.get("spec") or {}, old.get("status") or {}
-        if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
-            return 0
-        if requested is None:
-            current = old["metadata"].get("deletionGracePeriodSeconds")
-            requested = current if current is not None else spec.get("terminationGracePeriodSeconds", 30)
-        return max(int(requested), 0)
 
     def _delete_options(self, call: Call, body: bytes, content_type: str) -> Obj:
         options: Obj = {}
@@ -754,7 +738,7 @@ def _parse_rv(raw: str, conflict_on_bad: tuple[Kind, str] | None = None) -> int:
     except ValueError:
         if conflict_on_bad:
             kind, name = conflict_on_bad
-            raise errors.invalid(kind.kind, kind.group, name, [strategies.invalid_value(
+            raise errors.invalid(kind.kind, kind.group, name, [invalid_value(
                 "metadata.resourceVersion", raw, "must be specified for an update")])
         raise errors.bad_request(f'invalid resource version "{raw}"') from None
 

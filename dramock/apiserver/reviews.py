@@ -14,7 +14,7 @@ from dramock.auth import user as users
 from dramock.auth.attributes import ALLOW, DENY, Attributes
 from dramock.auth.security import Security
 from dramock.auth.user import UserInfo
-from dramock.schemas.registry import Kind
+from dramock.registry.kind import Kind
 
 Obj = dict[str, Any]
 REVIEW_KINDS = {("authentication.k8s.io", "SelfSubjectReview"), ("authorization.k8s.io", "SelfSubjectAccessReview"),

@@ -20,8 +20,8 @@ from dramock import errors
 from dramock.apiserver import codec, params, protobuf, selectors
 from dramock.apiserver.rest import Call
 from dramock.faults import WATCH_GONE, Rule
+from dramock.registry.kind import Kind
 from dramock.schemas import convert
-from dramock.schemas.registry import Kind
 from dramock.storage.revlog import ADDED, DELETED, MODIFIED, Compacted, Event, FutureRevision, RevisionLog
 
 Obj = dict[str, Any]

@@ -22,6 +22,7 @@ from dramock.controllers.resourceclaim import (
 )
 from dramock.controllers.resourcepoolstatus import ResourcePoolStatusController
 from dramock.controllers.workloads.controllers import WorkloadControllers
+from dramock.registry.kinds import QUOTA_EVALUATORS, STORED_KINDS
 from dramock.schemas.featuregates import FeatureGates
 
 log = logging.getLogger("dramock.controllers.manager")
@@ -40,7 +41,7 @@ class ControllerManager:
         self.podgc = PodGC(client, pod_gc_interval, pod_gc_quarantine)
         self.workloads = WorkloadControllers(client)
         self.namespace = NamespaceController(client)
-        self.quota = QuotaController(client)
+        self.quota = QuotaController(client, STORED_KINDS, QUOTA_EVALUATORS)
         self.resourceclaim = ResourceClaimController(client, resourceclaim_syncs, gates)
         self.garbagecollector = GarbageCollector(client)
         self.resourcepoolstatus = ResourcePoolStatusController(client)  # idle unless its API is served

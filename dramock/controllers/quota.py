@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from dramock.client.informer import list_and_watch
 from dramock.client.rest import APIStatusError, Client, resource_path
-from dramock.schemas import quota as q
-from dramock.schemas import registry
+from dramock.registry import quota as q
+from dramock.registry.kind import Kind
 
 log = logging.getLogger("dramock.controllers.quota")
 
@@ -28,18 +29,22 @@ Obj = dict[str, Any]
 RESYNC_SECONDS = 300.0
 
 
-def _kind_for(group_resource: str) -> registry.Kind | None:
-    plural, _, group = group_resource.partition(".")
-    for k in registry.KINDS:
-        if k.plural == plural and k.group == group and k.namespaced:
-            return k
-    return None
+CLAIMS = "resourceclaims.resource.k8s.io"
 
 
 class QuotaController:
-    def __init__(self, client: Client, resync: float = RESYNC_SECONDS):
+    """`kinds`: the namespaced kinds whose objects a quota may count (where to list them); `evaluators`: the
+    kinds with their own usage rules, by group-resource (every other kind counts objects)."""
+
+    def __init__(self, client: Client, kinds: Iterable[Kind], evaluators: Mapping[str, q.Evaluator],
+                 resync: float = RESYNC_SECONDS):
         self.client = client
         self.resync = resync
+        self.evaluators = evaluators
+        self.kinds: dict[str, Kind] = {}
+        for k in kinds:
+            if k.namespaced:
+                self.kinds.setdefault(k.group_resource, k)
         self.queue: asyncio.Queue[str] = asyncio.Queue()
         self.queued: set[str] = set()
         self.quota_namespaces: dict[str, set[str]] = {}  # namespace -> quota names (from the informer)
@@ -58,7 +63,7 @@ class QuotaController:
         ]
         # Pods and claims always (their evaluators look at each other); other kinds once a quota counts them.
         self._watch("pods")
-        self._watch(q.CLAIM_EVALUATOR.group_resource)
+        self._watch(CLAIMS)
         try:
             await stop.wait()
         finally:
@@ -68,7 +73,7 @@ class QuotaController:
     def _watch(self, group_resource: str) -> None:
         if group_resource in self.watched:
             return
-        kind = _kind_for(group_resource)
+        kind = self.kinds.get(group_resource)
         if kind is None:
             return
         self.watched.add(group_resource)
@@ -89,7 +94,7 @@ class QuotaController:
             names.discard(m["name"])
         else:
             names.add(m["name"])
-            for gr in q.group_resources_in((obj.get("spec") or {}).get("hard") or {}):
+            for gr in q.group_resources_in((obj.get("spec") or {}).get("hard") or {}, self.evaluators):
                 self._watch(gr)
         self.enqueue(m["namespace"])
 
@@ -130,21 +135,21 @@ class QuotaController:
             return True
         needed: set[str] = set()
         for quota in quotas:
-            needed |= q.group_resources_in((quota.get("spec") or {}).get("hard") or {})
+            needed |= q.group_resources_in((quota.get("spec") or {}).get("hard") or {}, self.evaluators)
         objects: dict[str, list[Obj]] = {}
         for gr in sorted(needed):
-            kind = _kind_for(gr)
+            kind = self.kinds.get(gr)
             if kind is None:
                 objects[gr] = []
                 continue
             path = resource_path(kind.group, kind.version, kind.plural, namespace=namespace)
             objects[gr] = (await self.client.request("GET", path)).get("items", [])
         classes: dict[str, Obj] = {}
-        if q.CLAIM_EVALUATOR.group_resource in needed or "pods" in needed:
+        if CLAIMS in needed or "pods" in needed:
             listed = await self.client.request("GET", resource_path("resource.k8s.io", "v1", "deviceclasses"))
             classes = {c["metadata"]["name"]: c for c in listed.get("items", [])}
         pods = {p["metadata"]["name"]: p for p in objects.get("pods", [])}
-        if q.CLAIM_EVALUATOR.group_resource in needed and "pods" not in objects:
+        if CLAIMS in needed and "pods" not in objects:
             listed = await self.client.request("GET", resource_path("", "v1", "pods", namespace=namespace))
             pods = {p["metadata"]["name"]: p for p in listed.get("items", [])}
         lookup = q.Lookup(device_class=classes.get, pod=lambda _ns, name: pods.get(name))
@@ -156,7 +161,7 @@ class QuotaController:
     async def _sync_quota(self, quota: Obj, objects: dict[str, list[Obj]], lookup: q.Lookup) -> bool:
         spec_hard = q.parse_list((quota.get("spec") or {}).get("hard"))
         status = quota.get("status") or {}
-        used = q.calculate_usage(quota, lambda gr: objects.get(gr, []), lookup)
+        used = q.calculate_usage(quota, lambda gr: objects.get(gr, []), lookup, self.evaluators)
         old_hard = q.parse_list(status.get("hard"))
         old_used = q.parse_list(status.get("used"))
         if "hard" in status and "used" in status and q.equal_lists(old_hard, spec_hard) \

@@ -20,7 +20,7 @@ NAMESPACED = {"Pod", "ResourceClaim", "ResourceClaimTemplate"}
 ALIASES = {alias: kind for kind in FIELDS
            for alias in (kind.lower(), kind.lower() + "s", kind.lower() + "es")}
 ALIASES.update({"no": "Node", "po": "Pod"})
-# Storage buckets of the API server, per kind (dramock.schemas.registry Kind.storage_bucket).
+# Storage buckets of the API server, per kind (dramock.registry Kind.storage_bucket).
 BUCKETS = {"Node": "nodes", "Pod": "pods", "ResourceClaim": "resource.k8s.io/resourceclaims",
            "ResourceClaimTemplate": "resource.k8s.io/resourceclaimtemplates",
            "DeviceClass": "resource.k8s.io/deviceclasses", "ResourceSlice": "resource.k8s.io/resourceslices",

@@ -6,12 +6,15 @@ groups); a request in another version is converted on the way in and out.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dramock.schemas import versions
-from dramock.schemas.registry import RESOURCE, Kind
+
+if TYPE_CHECKING:
+    from dramock.registry.kind import Kind
 
 Obj = dict[str, Any]
+RESOURCE = "resource.k8s.io"
 
 # events.k8s.io/v1 field  <->  core v1 Event field
 _EVENT_RENAMES = (

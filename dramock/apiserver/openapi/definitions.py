@@ -7,8 +7,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from dramock.registry.kind import Kind
 from dramock.schemas import defs
-from dramock.schemas.registry import Kind
 
 Obj = dict[str, Any]
 

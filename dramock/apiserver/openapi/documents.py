@@ -4,7 +4,7 @@ the v3 documents of the discovery endpoints themselves."""
 from __future__ import annotations
 
 from dramock import KUBERNETES_VERSION
-from dramock.schemas import registry
+from dramock.registry import Registry
 
 from .definitions import META, Obj, _definition, _kind_roots, closure
 from .operations import _group_camel
@@ -14,11 +14,12 @@ _SECURITY_SCHEME = {"BearerToken": {"description": "Bearer Token authentication"
                                     "name": "authorization", "type": "apiKey"}}
 
 
-def v2_document() -> Obj:
+def v2_document(registry: Registry | None = None) -> Obj:
     """Swagger 2.0 for every served kind."""
-    kinds = list(registry.KINDS)
+    registry = registry or Registry.default()
+    kinds = list(registry.kinds)
     paths: Obj = {}
-    for g, v in registry.GROUP_VERSIONS:
+    for g, v in registry.group_versions:
         paths.update(_render_paths(registry.kinds_in(g, v), g, v, v3=False))
     return {
         "definitions": {n: _definition(n, "#/definitions/", False) for n in closure(_kind_roots(kinds))},
@@ -36,7 +37,7 @@ def v3_path_of(group: str, version: str) -> str:
 
 
 # Documents for the discovery endpoints themselves: path -> (URL, operationId, tag, response definition).
-def _discovery_docs() -> dict[str, tuple[str, str, str, str]]:
+def _discovery_docs(registry: Registry) -> dict[str, tuple[str, str, str, str]]:
     out = {
         "api": ("/api/", "getCoreAPIVersions", "core", META + "APIVersions"),
         "apis": ("/apis/", "getAPIVersions", "apis", META + "APIGroupList"),
@@ -48,21 +49,22 @@ def _discovery_docs() -> dict[str, tuple[str, str, str, str]]:
     return out
 
 
-def v3_paths() -> list[str]:
+def v3_paths(registry: Registry | None = None) -> list[str]:
     """Every key of the /openapi/v3 index, sorted as upstream serializes it."""
-    return sorted([v3_path_of(g, v) for g, v in registry.GROUP_VERSIONS] + list(_discovery_docs()))
+    registry = registry or Registry.default()
+    return sorted([v3_path_of(g, v) for g, v in registry.group_versions] + list(_discovery_docs(registry)))
 
 
-def _gv_of(path: str) -> tuple[str, str] | None:
+def _gv_of(path: str, registry: Registry) -> tuple[str, str] | None:
     path = path.strip("/")
-    for g, v in registry.GROUP_VERSIONS:
+    for g, v in registry.group_versions:
         if v3_path_of(g, v) == path:
             return g, v
     return None
 
 
-def _discovery_document(path: str) -> Obj | None:
-    entry = _discovery_docs().get(path.strip("/"))
+def _discovery_document(path: str, registry: Registry) -> Obj | None:
+    entry = _discovery_docs(registry).get(path.strip("/"))
     if entry is None:
         return None
     url, op_id, tag, schema = entry
@@ -91,11 +93,12 @@ def _discovery_document(path: str) -> Obj | None:
     }
 
 
-def v3_document(path: str) -> Obj | None:
+def v3_document(path: str, registry: Registry | None = None) -> Obj | None:
     """The OpenAPI 3.0 document at /openapi/v3/<path> (`api/v1`, `apis/resource.k8s.io/v1`, `apis`, ...)."""
-    gv = _gv_of(path)
+    registry = registry or Registry.default()
+    gv = _gv_of(path, registry)
     if gv is None:
-        return _discovery_document(path)
+        return _discovery_document(path, registry)
     kinds = registry.kinds_in(*gv)
     prefix = "#/components/schemas/"
     return {

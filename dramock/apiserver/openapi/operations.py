@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
+from dramock.registry.kind import Kind
 from dramock.schemas import defs
-from dramock.schemas.registry import Kind
 
 from .definitions import META, Obj
 from .parameters import (

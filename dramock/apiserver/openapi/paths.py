@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dramock.schemas.registry import Kind
+from dramock.registry.kind import Kind
 
 from .definitions import META, Obj
 from .operations import _camel, _group_camel, _gv_prefix, _kind_paths, _tag

@@ -6,12 +6,15 @@
   claim, entries are unique (a whole claim also conflicts with one of its requests); and
   `spec.resources.claims` (pod-level resources) is forbidden.
 - `status.resourceClaimStatuses` and `status.extendedResourceClaimStatus` (validated on status updates).
+- the essentials of ValidatePod / ValidatePodUpdate that matter here: containers are required, and after
+  creation only a few spec fields may change.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from dramock.jsonvalue import clone
 from dramock.schemas.validation.field import (
     Cause,
     Obj,
@@ -26,6 +29,7 @@ from dramock.schemas.validation.field import (
     invalid_value,
     not_found,
     required,
+    semantic_equal,
 )
 from dramock.schemas.validation.names import is_dns1123_subdomain, validate_dns1123_label
 
@@ -201,3 +205,46 @@ def validate_pod_status_resource_claims(pod: Obj) -> list[Cause]:
 def validate_pod_resource_claims(pod: Obj) -> list[Cause]:
     """Every DRA rule of a Pod: the spec parts (create / update) and the status parts (status updates)."""
     return validate_pod_spec_resource_claims(pod) + validate_pod_status_resource_claims(pod)
+
+
+def validate_pod_spec_basics(pod: Obj) -> list[Cause]:
+    if not (pod.get("spec") or {}).get("containers"):
+        return [required("spec.containers")]
+    return []
+
+
+def validate_pod_create(pod: Obj) -> list[Cause]:
+    """ValidatePodCreate's extra rule: no ephemeral containers on create."""
+    if (pod.get("spec") or {}).get("ephemeralContainers"):
+        return [forbidden("spec.ephemeralContainers", "cannot be set on create")]
+    return []
+
+
+_POD_UPDATE_FORBIDDEN = (
+    "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,"
+    "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),"
+    "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)")
+
+
+def validate_pod_spec_update(new: Obj, old: Obj) -> list[Cause]:
+    """Upstream's ValidatePodUpdate: only a few spec fields may change after creation."""
+    ns, os_ = clone(new.get("spec") or {}), old.get("spec") or {}
+    for key in ("containers", "initContainers"):
+        old_list = os_.get(key) or []
+        for i, c in enumerate(ns.get(key) or []):
+            if i < len(old_list) and isinstance(c, dict) and isinstance(old_list[i], dict):
+                c["image"] = old_list[i].get("image")
+    for key in ("activeDeadlineSeconds", "terminationGracePeriodSeconds"):
+        if key in os_:
+            ns[key] = os_[key]
+        else:
+            ns.pop(key, None)
+    old_tol, new_tol = os_.get("tolerations") or [], ns.get("tolerations") or []
+    if new_tol[:len(old_tol)] == old_tol:  # additions only
+        ns["tolerations"] = old_tol
+    gates_old, gates_new = os_.get("schedulingGates") or [], ns.get("schedulingGates") or []
+    if all(g in gates_old for g in gates_new):  # scheduling gates may only be removed
+        ns["schedulingGates"] = gates_old
+    if semantic_equal(ns, os_):
+        return []
+    return [forbidden("spec", _POD_UPDATE_FORBIDDEN)]
