@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dramock.registry import Registry, RuntimeConfigError, parse_runtime_config
-from dramock.registry.kinds import GATED_FIELDS, QUOTA_EVALUATORS, STORED_KINDS
+from dramock.registry.kinds import ALPHA_KINDS, GATED_FIELDS, QUOTA_EVALUATORS, STORED_KINDS
 from dramock.schemas.featuregates import FeatureGates
 
 RESOURCE = "resource.k8s.io"
@@ -82,7 +82,7 @@ def test_runtime_config_is_parsed_as_kube_apiserver_does() -> None:
 def test_the_list_registers_each_resource_once_with_consistent_rules() -> None:
     gvrs = [(k.group, k.version, k.plural) for k in STORED_KINDS]
     assert len(gvrs) == len(set(gvrs))
-    definitions = {k.kind: k.definition for k in STORED_KINDS}
+    definitions = {k.kind: k.definition for k in (*STORED_KINDS, *ALPHA_KINDS)}
     for row in GATED_FIELDS:  # each kind's rows resolve against that kind's own definition
         assert row.root == definitions[row.kind], row
     assert set(QUOTA_EVALUATORS) == {"pods", "resourceclaims.resource.k8s.io"}
