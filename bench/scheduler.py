@@ -236,8 +236,10 @@ async def run(args: argparse.Namespace, procs: list, url: str) -> list[tuple[str
             if args.workload:
                 t = time.perf_counter()
                 res = await WORKLOADS[args.workload].run(ctx, args.params)
+                check = res.pop("check", {})
                 print(f"  {args.workload}/{args.variant}: {res['n']}/{res['of']} bound, measured "
-                      f"{res['wall']:.1f}s of {time.perf_counter() - t:.1f}s", flush=True)
+                      f"{res['wall']:.1f}s of {time.perf_counter() - t:.1f}s; at the end "
+                      f"{check.get('allocated_claims')} claims allocated, no device or counter twice", flush=True)
                 res.pop("created", None)
                 res.pop("live", None)
                 rows = [(f"{args.workload}/{args.variant}", res, dict(args.params))]

@@ -519,6 +519,39 @@ def partition_allocation(i: int, pools: int) -> dict:
             "nodeSelector": _DRA_NODES}
 
 
+async def check_allocations(ctx: Ctx, preallocated: int = 0) -> dict:
+    """After a workload: no device (and, in partitionable pools, no counter) is held by two allocated claims,
+    and the claims the bench allocated in namespace init are still allocated. RuntimeError otherwise."""
+    items = (await call(ctx.s, "GET", ctx.res("resourceclaims")))["items"]
+    devices: dict[tuple, str] = {}
+    counters: dict[tuple, str] = {}
+    consumes = {name: used for name, _, _, used in _PARTITIONS}
+    allocated_init = 0
+    problems = []
+    for c in items:
+        alloc = (c.get("status") or {}).get("allocation")
+        if not alloc:
+            continue
+        who = f"{c['metadata']['namespace']}/{c['metadata']['name']}"
+        allocated_init += c["metadata"]["namespace"] == "init"
+        for r in alloc["devices"]["results"]:
+            key = (r["driver"], r["pool"], r["device"])
+            if key in devices:
+                problems.append(f"{'/'.join(key)} allocated to {devices[key]} and {who}")
+            devices[key] = who
+            for counter in consumes.get(r["device"], ()) if r["pool"].startswith("resourceslice-") else ():
+                ckey = (r["pool"], counter)
+                if ckey in counters and counters[ckey] != who:
+                    problems.append(f"{r['pool']} {counter} consumed by {counters[ckey]} and {who}")
+                counters[ckey] = who
+    if allocated_init < preallocated:
+        problems.append(f"only {allocated_init} of the {preallocated} pre-allocated claims are still allocated")
+    if problems:
+        raise RuntimeError("inconsistent allocations: " + "; ".join(problems[:5]))
+    return {"allocated_claims": sum(1 for c in items if (c.get("status") or {}).get("allocation")),
+            "allocated_devices": len(devices)}
+
+
 # ---------------------------------------------------------------- the workloads
 
 Result = dict  # stats of the measured pods, plus wall, cpu and phases
@@ -542,7 +575,15 @@ async def _init_pods(ctx: Ctx, ns: str, count: int, make: Callable[[str], dict])
         watch.stop()
 
 
+def _fits(pods_or_claims: int, p: dict) -> None:
+    devices = p["nodesWithDRA"] * p["maxClaimsPerNode"]
+    if pods_or_claims > devices:
+        raise RuntimeError(f"{pods_or_claims} claims do not fit on {p['nodesWithDRA']} nodes x "
+                           f"{p['maxClaimsPerNode']} devices")
+
+
 async def scheduling_with_claim_template(ctx: Ctx, p: dict) -> Result:
+    _fits(p["initPods"] + p["measurePods"], p)
     await setup_cluster(ctx, ["init", "test"], p["nodesWithDRA"], p["nodesWithoutDRA"], p["maxClaimsPerNode"])
     await call(ctx.s, "POST", ctx.res("resourceclaimtemplates", "init"), claim_template())
     await _init_pods(ctx, "init", p["initPods"], pod)
@@ -551,6 +592,7 @@ async def scheduling_with_claim_template(ctx: Ctx, p: dict) -> Result:
     watch, claims = await ctx.pod_watch("test"), await ctx.claim_watch("test")
     res = await _measured(ctx, create_pods(ctx, watch, "test", [f"pod-{i}" for i in range(p["measurePods"])], pod))
     res["phases"] = phases(res["created"], watch, claims)
+    res["check"] = await check_allocations(ctx)
     return res
 
 
@@ -564,10 +606,15 @@ async def steady_state_claim_template(ctx: Ctx, p: dict) -> Result:
     watch, claims = await ctx.pod_watch("test"), await ctx.claim_watch("test")
     res = await _measured(ctx, keep_in_flight(ctx, watch, "test", p["count"], p["duration"], pod))
     res["phases"] = phases(res["created"], watch, claims)
+    res["check"] = await check_allocations(ctx, p["initClaims"])
     return res
 
 
 async def scheduling_with_claim(ctx: Ctx, p: dict) -> Result:
+    _fits(p["initClaims"] + p["measureClaims"], p)
+    for pods, claims in ((p["initPods"], p["initClaims"]), (p["measurePods"], p["measureClaims"])):
+        if claims * 5 < pods:
+            raise RuntimeError(f"{pods} pods need {-(-pods // 5)} claims (five pods per claim), not {claims}")
     await setup_cluster(ctx, ["init", "test"], p["nodesWithDRA"], p["nodesWithoutDRA"], p["maxClaimsPerNode"])
 
     def shared(name: str) -> dict:  # five pods per claim: pod <prefix>-<i> uses test-claim-<i // 5>
@@ -580,6 +627,7 @@ async def scheduling_with_claim(ctx: Ctx, p: dict) -> Result:
     res = await _measured(ctx, create_pods(ctx, watch, "test", [f"pod-{i}" for i in range(p["measurePods"])],
                                            shared))
     res["phases"] = {}
+    res["check"] = await check_allocations(ctx)
     return res
 
 
@@ -599,6 +647,7 @@ async def steady_state_partitionable(ctx: Ctx, p: dict) -> Result:
     watch, claims = await ctx.pod_watch("test"), await ctx.claim_watch("test")
     res = await _measured(ctx, keep_in_flight(ctx, watch, "test", p["measurePods"], p["duration"], pod))
     res["phases"] = phases(res["created"], watch, claims)
+    res["check"] = await check_allocations(ctx, p["initClaims"])
     return res
 
 
