@@ -388,10 +388,12 @@ def main() -> None:
         overrides = dict(kv.split("=", 1) for kv in args.param if "=" in kv)
         if len(overrides) != len(args.param):
             p.error("--param takes KEY=VALUE")
-        name = args.workload.partition("/")[0]
-        for flag, key in WORKLOADS.get(name, WORKLOADS["SchedulingWithResourceClaimTemplate"]).flags.items():
-            if getattr(args, flag) is not None:
-                overrides.setdefault(key, str(getattr(args, flag)))
+        w = WORKLOADS.get(args.workload.partition("/")[0])
+        for flag in ("nodes", "devices", "pods"):
+            if getattr(args, flag) is not None and w is not None:
+                if flag not in w.flags:
+                    p.error(f"--{flag} does not apply to {args.workload} (see --workload list; use --param)")
+                overrides.setdefault(w.flags[flag], str(getattr(args, flag)))
         try:
             args.workload, args.variant, args.params = resolve(args.workload, overrides)
         except ValueError as e:
