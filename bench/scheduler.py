@@ -50,20 +50,8 @@ import time
 
 import aiohttp
 from processes import free_port, wait_ready  # bench/processes.py (this script's directory)
-from schedworkloads import (
-    DRIVER,
-    WORKLOADS,
-    Ctx,
-    PodWatch,
-    call,
-    claim_template,
-    create_pods,
-    phases,
-    pod,
-    resolve,
-    setup_cluster,
-    stats,
-)
+from schedobjects import DRIVER, PodWatch, call, claim_template, phases, pod, stats
+from schedworkloads import WORKLOADS, Ctx, create_pods, resolve, setup_cluster
 
 NS = "sched-bench"
 UPSTREAM_MIN = 120.0
@@ -305,7 +293,7 @@ def median_rows(runs: list[list[tuple[str, dict, dict]]]) -> list[tuple[str, dic
 
         def med(key: str, rs=rs) -> float:
             return statistics.median(r[key] for r in rs)
-        m = {k: med(k) for k in ("n", "of", "ops", "p50", "p99", "wall", "secs")}
+        m: dict = {k: med(k) for k in ("n", "of", "ops", "p50", "p99", "wall", "secs")}
         m["cpu"] = {k: statistics.median(r["cpu"][k] for r in rs) for k in first["cpu"]}
         m["rss"] = {k: statistics.median(r["rss"][k] for r in rs) for k in first["rss"]}
         m["phases"] = {k: statistics.median(r["phases"][k] for r in rs if k in r.get("phases", {}))
