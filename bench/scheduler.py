@@ -263,6 +263,7 @@ def one_run(args: argparse.Namespace) -> tuple[list[tuple[str, dict, dict]], str
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     procs = start_components(tmp, url, port, args.profile)
+    failed = False
     try:
         rows = asyncio.run(run(args, procs, url))
     except BaseException:
@@ -270,6 +271,7 @@ def one_run(args: argparse.Namespace) -> tuple[list[tuple[str, dict, dict]], str
             with open(os.path.join(tmp, f"{name}.log"), "rb") as f:
                 tail = f.read()[-2000:].decode(errors="replace")
             print(f"---- {name} log (tail) ----\n{tail}", file=sys.stderr)
+        failed = True
         raise
     finally:
         for _, proc in reversed(procs):
@@ -280,6 +282,11 @@ def one_run(args: argparse.Namespace) -> tuple[list[tuple[str, dict, dict]], str
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        if failed:
+            if args.keep_logs:
+                print(f"component logs in {tmp}", file=sys.stderr)
+            else:
+                shutil.rmtree(tmp, ignore_errors=True)
     return rows, tmp
 
 
@@ -294,6 +301,7 @@ def median_rows(runs: list[list[tuple[str, dict, dict]]]) -> list[tuple[str, dic
         def med(key: str, rs=rs) -> float:
             return statistics.median(r[key] for r in rs)
         m: dict = {k: med(k) for k in ("n", "of", "ops", "p50", "p99", "wall", "secs")}
+        m.update({k: int(m[k]) for k in ("n", "of") if m[k] == int(m[k])})
         m["cpu"] = {k: statistics.median(r["cpu"][k] for r in rs) for k in first["cpu"]}
         m["rss"] = {k: statistics.median(r["rss"][k] for r in rs) for k in first["rss"]}
         m["phases"] = {k: statistics.median(r["phases"][k] for r in rs if k in r.get("phases", {}))

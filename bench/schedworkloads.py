@@ -331,15 +331,7 @@ async def _init_pods(ctx: Ctx, ns: str, count: int, make: Callable[[str], dict])
         watch.stop()
 
 
-def _fits(pods_or_claims: int, p: dict) -> None:
-    devices = p["nodesWithDRA"] * p["maxClaimsPerNode"]
-    if pods_or_claims > devices:
-        raise RuntimeError(f"{pods_or_claims} claims do not fit on {p['nodesWithDRA']} nodes x "
-                           f"{p['maxClaimsPerNode']} devices")
-
-
 async def scheduling_with_claim_template(ctx: Ctx, p: dict) -> Result:
-    _fits(p["initPods"] + p["measurePods"], p)
     await setup_cluster(ctx, ["init", "test"], p["nodesWithDRA"], p["nodesWithoutDRA"], p["maxClaimsPerNode"])
     await call(ctx.s, "POST", ctx.res("resourceclaimtemplates", "init"), claim_template())
     await _init_pods(ctx, "init", p["initPods"], pod)
@@ -367,10 +359,6 @@ async def steady_state_claim_template(ctx: Ctx, p: dict) -> Result:
 
 
 async def scheduling_with_claim(ctx: Ctx, p: dict) -> Result:
-    _fits(p["initClaims"] + p["measureClaims"], p)
-    for pods, claims in ((p["initPods"], p["initClaims"]), (p["measurePods"], p["measureClaims"])):
-        if claims * 5 < pods:
-            raise RuntimeError(f"{pods} pods need {-(-pods // 5)} claims (five pods per claim), not {claims}")
     await setup_cluster(ctx, ["init", "test"], p["nodesWithDRA"], p["nodesWithoutDRA"], p["maxClaimsPerNode"])
 
     def shared(name: str) -> dict:  # five pods per claim: pod <prefix>-<i> uses test-claim-<i // 5>
@@ -407,6 +395,29 @@ async def steady_state_partitionable(ctx: Ctx, p: dict) -> Result:
     return res
 
 
+def _fits(claims: int, p: dict) -> str:
+    if claims > p["nodesWithDRA"] * p["maxClaimsPerNode"]:
+        return f"{claims} claims do not fit on {p['nodesWithDRA']} nodes x {p['maxClaimsPerNode']} devices"
+    return ""
+
+
+def _check_shared(p: dict) -> str:
+    for pods, claims in ((p["initPods"], p["initClaims"]), (p["measurePods"], p["measureClaims"])):
+        if claims * 5 < pods:
+            return f"{pods} pods need {-(-pods // 5)} claims (five pods per claim), not {claims}"
+    return _fits(p["initClaims"] + p["measureClaims"], p)
+
+
+def _check_steady(p: dict) -> str:
+    return _fits(p["initClaims"] + 1, p)
+
+
+def _check_partitionable(p: dict) -> str:
+    if p["initClaims"] > p["resourceSlices"]:
+        return f"{p['initClaims']} claims with a selector do not fit in {p['resourceSlices']} partitionable pools"
+    return ""
+
+
 @dataclass
 class Workload:
     run: Callable[[Ctx, dict], Awaitable[Result]]
@@ -414,6 +425,7 @@ class Workload:
     default: str
     # which upstream parameter --nodes / --devices / --pods set
     flags: dict[str, str] = field(default_factory=dict)
+    check: Callable[[dict], str] = lambda p: ""  # why the parameters cannot work, or ""
 
 
 def _v(**kw) -> dict:
@@ -429,14 +441,15 @@ WORKLOADS: dict[str, Workload] = {
                                 maxClaimsPerNode=10),
         "5000pods_500nodes": _v(nodesWithDRA=500, nodesWithoutDRA=0, initPods=2500, measurePods=2500,
                                 maxClaimsPerNode=10),
-    }, "5000pods_500nodes", {"nodes": "nodesWithDRA", "devices": "maxClaimsPerNode", "pods": "measurePods"}),
+    }, "5000pods_500nodes", {"nodes": "nodesWithDRA", "devices": "maxClaimsPerNode", "pods": "measurePods"},
+        lambda p: _fits(p["initPods"] + p["measurePods"], p)),
     "SteadyStateClusterResourceClaimTemplate": Workload(steady_state_claim_template, {
         "fast": _v(nodesWithDRA=1, nodesWithoutDRA=1, initClaims=0, maxClaimsPerNode=10, duration=2, count=10),
         **{f"{fill}_{n}nodes": _v(nodesWithDRA=n, nodesWithoutDRA=0, initClaims=claims, maxClaimsPerNode=10,
                                   duration=10, count=10)
            for n in (100, 200, 500)
            for fill, claims in (("empty", 0), ("half", n * 5), ("full", n * 10 - 10))},
-    }, "empty_500nodes", {"nodes": "nodesWithDRA", "devices": "maxClaimsPerNode"}),
+    }, "empty_500nodes", {"nodes": "nodesWithDRA", "devices": "maxClaimsPerNode"}, _check_steady),
     "SchedulingWithResourceClaim": Workload(scheduling_with_claim, {
         "fast": _v(nodesWithDRA=1, nodesWithoutDRA=1, initPods=0, initClaims=0, measurePods=10, measureClaims=2,
                    maxClaimsPerNode=2),
@@ -446,13 +459,14 @@ WORKLOADS: dict[str, Workload] = {
                                 measurePods=1000, measureClaims=200, maxClaimsPerNode=2),
         "5000pods_500nodes": _v(nodesWithDRA=500, nodesWithoutDRA=0, initPods=2500, initClaims=500,
                                 measurePods=2500, measureClaims=500, maxClaimsPerNode=2),
-    }, "5000pods_500nodes", {"nodes": "nodesWithDRA", "devices": "maxClaimsPerNode", "pods": "measurePods"}),
+    }, "5000pods_500nodes", {"nodes": "nodesWithDRA", "devices": "maxClaimsPerNode", "pods": "measurePods"},
+        _check_shared),
     "SteadyStateClusterResourceClaimTemplatePartitionable": Workload(steady_state_partitionable, {
         "fast": _v(nodesWithDRA=1, nodesWithoutDRA=1, resourceSlices=10, initClaims=10, measurePods=10,
                    duration=2),
         "2000pods_100nodes": _v(nodesWithDRA=100, nodesWithoutDRA=0, resourceSlices=2000, initClaims=2000,
                                 measurePods=2000, duration=10),
-    }, "2000pods_100nodes", {"nodes": "nodesWithDRA", "pods": "measurePods"}),
+    }, "2000pods_100nodes", {"nodes": "nodesWithDRA", "pods": "measurePods"}, _check_partitionable),
 }
 
 
@@ -469,5 +483,10 @@ def resolve(spec: str, overrides: dict[str, str]) -> tuple[str, str, dict]:
     for k, v in overrides.items():
         if k not in params:
             raise ValueError(f"{name} has no parameter {k!r}; it has: {', '.join(params)}")
-        params[k] = type(params[k])(float(v)) if isinstance(params[k], (int, float)) else v
+        try:
+            params[k] = type(params[k])(float(v))
+        except ValueError:
+            raise ValueError(f"{k}={v}: not a number") from None
+    if why := w.check(params):
+        raise ValueError(f"{name}/{variant}: {why}")
     return name, variant, params
