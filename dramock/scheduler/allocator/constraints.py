@@ -27,20 +27,29 @@ class _Constraint:
     def add(self, req: _Req, dev: _Dev) -> bool:
         if not self.applies(req):
             return True
+        v = self._value(req, dev)
+        if not self._admits(v):
+            return False
+        assert v is not None
+        self.values.append(v)
+        return True
+
+    def admits(self, req: _Req, dev: _Dev) -> bool:
+        """Whether `add` would succeed, changing nothing."""
+        return not self.applies(req) or self._admits(self._value(req, dev))
+
+    def _value(self, req: _Req, dev: _Dev) -> tuple | None:
         expr = req.derived.get(self.attribute)
-        v = dev.attribute(self.attribute) if expr is None else _derived_value(req, self.attribute, expr, dev)
+        return dev.attribute(self.attribute) if expr is None else _derived_value(req, self.attribute, expr, dev)
+
+    def _admits(self, v: tuple | None) -> bool:
         if v is None:
             return False
         if self.sets:
-            if not self._set_fits(v):
-                return False
-        elif self.distinct:
-            if v in self.values:
-                return False
-        elif self.values and self.values[0] != v:
-            return False
-        self.values.append(v)
-        return True
+            return self._set_fits(v)
+        if self.distinct:
+            return v not in self.values
+        return not self.values or self.values[0] == v
 
     def _set_fits(self, v: tuple) -> bool:
         new = _as_set(v)

@@ -46,15 +46,23 @@ class _Matching(_Counters):
                     return False
         return True
 
+    def selection_key(self, req: _Req) -> tuple:
+        """Everything `selectable` depends on besides the device."""
+        def exprs(selectors: list[Obj]) -> tuple[str, ...]:
+            return tuple((s.get("cel") or {}).get("expression") or "" for s in selectors)
+        cls = req.class_obj or {}
+        return (self.binding_on, self.compat_on, self.partitionable, self.taints_on,
+                exprs((cls.get("spec") or {}).get("selectors") or []), exprs(req.selectors),
+                repr(req.tolerations) if self.taints_on else "")
+
     def selectors_match(self, ci: int, dev: _Dev, selectors: list[Obj], cls: Obj | None) -> bool:
         for i, sel in enumerate(selectors):
             expr = (sel.get("cel") or {}).get("expression") or ""
-            where = (f"class {(cls.get('metadata') or {}).get('name', '')}" if cls is not None
-                     else f"claim {_kobj(self.claims[ci])}")
             try:
                 compiled = cel.compile(expr, cost_limit=None)
             except cel.CELCompileError as e:
-                raise _Error(f"{where}: selector #{i}: CEL compile error: {e.message}") from None
+                raise _Error(f"{self._selector_owner(ci, cls)}: selector #{i}: CEL compile error: {e.message}") \
+                    from None
             try:
                 if dev.key is None:
                     if not compiled.evaluate(dev.env()):
@@ -62,5 +70,10 @@ class _Matching(_Counters):
                 elif not cel.evaluate_cached(compiled, dev.key, dev.env()):
                     return False
             except cel.CELRuntimeError as e:
-                raise _Error(f"{where}: selector #{i}: CEL runtime error: {e.message}") from None
+                raise _Error(f"{self._selector_owner(ci, cls)}: selector #{i}: CEL runtime error: {e.message}") \
+                    from None
         return True
+
+    def _selector_owner(self, ci: int, cls: Obj | None) -> str:
+        return f"class {(cls.get('metadata') or {}).get('name', '')}" if cls is not None \
+            else f"claim {_kobj(self.claims[ci])}"

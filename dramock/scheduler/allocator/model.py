@@ -3,6 +3,7 @@ the bounded cache of CEL device environments."""
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 from typing import Any
 
@@ -19,9 +20,16 @@ _ENVS: dict[tuple, Any] = {}
 _ENVS_MAX = 1 << 17
 
 
+# Built pools, by the slice (and DeviceTaintRule) objects they were built from; each entry holds those objects,
+# so the ids in its key stay theirs while it lives. Bounded.
+BUILT_POOLS: dict[tuple, tuple] = {}
+BUILT_POOLS_MAX = 1 << 14
+
+
 def clear_caches() -> None:
-    """Drop the device-environment cache (the CEL module has its own: cel.clear_caches())."""
+    """Drop the device-environment and built-pool caches (the CEL module has its own: cel.clear_caches())."""
     _ENVS.clear()
+    BUILT_POOLS.clear()
 
 
 class _Error(Exception):
@@ -46,9 +54,16 @@ def _qty(v: Any) -> Fraction:
     if isinstance(v, (int, float)):
         return Fraction(v)
     try:
-        return Quantity.parse(str(v)).to_fraction()
+        return _parsed_fraction(str(v))
     except ValueError as e:
         raise _Error(f"invalid quantity {v!r}: {e}") from None
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed_fraction(text: str) -> Fraction:
+    """A quantity string's value. The search takes and gives back counters for every device it tries, so the
+    few distinct strings of a cluster are parsed once (a Fraction is immutable, safe to share)."""
+    return Quantity.parse(text).to_fraction()
 
 
 def _qty_or_none(v: Any) -> Quantity | None:
@@ -151,6 +166,8 @@ class _Pool:
         self.all_slices: list[Obj] = []  # current generation, all nodes
         self.counter_sets: dict[str, dict[str, Fraction]] = {}
         self.has_binding = False
+        # selection key -> this pool's devices a request with that key may use (see candidates)
+        self.selections: dict[tuple, list[_Dev]] = {}
 
     @property
     def pool_id(self) -> str:

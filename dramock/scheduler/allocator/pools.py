@@ -4,7 +4,7 @@ pool's newest generation; incomplete and invalid pools; DeviceTaintRules."""
 from __future__ import annotations
 
 from dramock.scheduler.allocator.base import _State
-from dramock.scheduler.allocator.model import _Dev, _Pool, _qty
+from dramock.scheduler.allocator.model import BUILT_POOLS, BUILT_POOLS_MAX, _Dev, _Pool, _qty
 from dramock.scheduler.types import Obj
 from dramock.schemas.nodeselector import node_selector_matches
 
@@ -85,12 +85,31 @@ class _Pools(_State):
                     pool.incomplete = True
                     pools.append(pool)
                     continue
-            pool.all_slices = all_gen
-            self.build_pool(pool, sorted(slices, key=lambda s: (s.get("metadata") or {}).get("name", "")), rules)
+            by_name = sorted(slices, key=lambda s: (s.get("metadata") or {}).get("name", ""))
+            pool = self.built_pool(pool, all_gen, by_name, rules)
             (bound if pool.has_binding else pools).append(pool)
         pools.sort(key=lambda p: (p.driver, p.name))
         bound.sort(key=lambda p: (p.driver, p.name))
         self.pools = pools + bound
+
+    def built_pool(self, pool: _Pool, all_gen: list[Obj], slices: list[Obj], rules: list[Obj]) -> _Pool:
+        """The pool built from these slices: a pool and its devices depend only on the slice and rule objects
+        (informers replace, never change, an object) and the allocator's feature gates, so every node and pod
+        shares one build until a slice changes; a pool that selects devices per node is built per call."""
+        pool.all_slices = all_gen
+        if any(s["spec"].get("perDeviceNodeSelection") for s in slices):
+            self.build_pool(pool, slices, rules)
+            return pool
+        key = (pool.driver, pool.name, self.partitionable, self.taint_rules_on,
+               tuple(map(id, all_gen)), tuple(map(id, slices)), tuple(map(id, rules)))
+        hit = BUILT_POOLS.get(key)
+        if hit is not None:
+            return hit[-1]
+        self.build_pool(pool, slices, rules)
+        if len(BUILT_POOLS) >= BUILT_POOLS_MAX:
+            BUILT_POOLS.clear()
+        BUILT_POOLS[key] = (tuple(all_gen), tuple(slices), tuple(rules), pool)
+        return pool
 
     def build_pool(self, pool: _Pool, slices: list[Obj], rules: list[Obj]) -> None:
         names: set[str] = set()

@@ -100,13 +100,20 @@ class _Requests(_Tracing):
         """Devices matching class + request selectors (static, so computed once per request)."""
         if req.cands is not None:
             return req.cands
-        out = []
+        key = self.selection_key(req)
+        out: list[_Dev] = []
         for pool in self.pools:
             if pool.invalid:
                 continue  # skipped; reported only if nothing else can satisfy the pod (see run)
-            for dev in pool.devices:
-                if self.selectable(ci, req, dev):
-                    out.append(dev)
+            # A built pool is shared by every node and pod until its slices change (see built_pool), and whether
+            # its devices are selectable depends only on the key: remember the answer on the pool.
+            chosen = pool.selections.get(key)
+            if chosen is None:
+                chosen = [dev for dev in pool.devices if self.selectable(ci, req, dev)]
+                if len(pool.selections) >= 64:
+                    pool.selections.clear()
+                pool.selections[key] = chosen
+            out.extend(chosen)
         req.cands = out
         if self.trace is not None:
             self.trace_unselectable(ci, req)

@@ -47,6 +47,11 @@ class _Allocator(_Results):
         if dev.consumes:
             if not self.partitionable:
                 return None
+            # Taking counters is the costly step; a device the claim's constraints refuse is refused either way,
+            # so check them first (only where the outcome is all that counts: no trace, no `must` error).
+            if self.trace is None and not must and \
+                    not all(c.admits(req, dev) for c in self.constraints[ci]):
+                return None
             first_use = self.allocating_any.get(dev.id, 0) == 0 and dev.id not in self.allocated_any
             if first_use:
                 if not self.take_counters(dev):
