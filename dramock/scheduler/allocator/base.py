@@ -50,4 +50,6 @@ class _State:
         self.requests: list[list[list[_Req]]] = []  # claim -> request -> alternatives
         self.selected: list[list[int]] = []
         self.constraints: list[list[_Constraint]] = []
+        # (request, attribute) -> that request's candidates grouped by the attribute's value (see narrowed)
+        self.by_attribute: dict[tuple[int, str], dict[Any, list]] = {}
         self.results: list[list[tuple[_Req, _Dev, str | None, dict | None]]] = []

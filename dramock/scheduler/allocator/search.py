@@ -157,11 +157,37 @@ class _Allocator(_Results):
         if req.mode == "All":
             undo = self.try_device(ci, req, req.all_devs[di], True)
             return undo is not None and self._descend(ci, ri, req, di, undo)
-        for dev in self.candidates(ci, req):
+        for dev in self.narrowed(ci, req, self.candidates(ci, req)):
             undo = self.try_device(ci, req, dev, False)
             if undo is not None and self._descend(ci, ri, req, di, undo):
                 return True
         return False
+
+    def narrowed(self, ci: int, req: _Req, cands: list[_Dev]) -> list[_Dev]:
+        """The candidates a matchAttribute constraint whose value is already fixed still admits, in the same
+        order: try_device would refuse the others without changing anything, so only runs that trace every
+        device's reason try them. The devices are grouped by that attribute once per request and allocation."""
+        if self.trace is not None:
+            return cands
+        for c in self.constraints[ci]:
+            if c.distinct or c.sets or not c.values or not c.applies(req) or c.attribute in req.derived:
+                continue
+            groups = self.by_attribute.get((id(req), c.attribute))
+            if groups is None:
+                groups = {}
+                try:
+                    for dev in cands:
+                        v = dev.attribute(c.attribute)
+                        if v is not None:
+                            groups.setdefault(v, []).append(dev)
+                except TypeError:  # a value that cannot be a key: no narrowing by this attribute
+                    continue
+                self.by_attribute[(id(req), c.attribute)] = groups
+            try:
+                return groups.get(c.values[0], [])
+            except TypeError:
+                continue
+        return cands
 
     def _descend(self, ci: int, ri: int, req: _Req, di: int, undo: Callable[[], None]) -> bool:
         """Search on with device `di` taken; it is given back unless the search below succeeded."""
