@@ -40,14 +40,18 @@ def _go_string_ptr(value: Any) -> str:
     return "(*string)(nil)" if value is None else f'"{value}"'
 
 
-def _go_pod_resource_claim(claim: Obj) -> str:
-    """Go's %#v of a core.PodResourceClaim, as upstream prints it for the one-of errors."""
-    return (f'core.PodResourceClaim{{Name:"{_str(claim.get("name"))}", '
+def _go_claim_reference(go_type: str, claim: Obj) -> str:
+    """Go's %#v of a claim reference (core.PodResourceClaim, scheduling.PodGroupResourceClaim), as upstream
+    prints it for the one-of errors."""
+    return (f'{go_type}{{Name:"{_str(claim.get("name"))}", '
             f'ResourceClaimName:{_go_string_ptr(claim.get("resourceClaimName"))}, '
             f'ResourceClaimTemplateName:{_go_string_ptr(claim.get("resourceClaimTemplateName"))}}}')
 
 
-def _validate_pod_resource_claim(claim: Obj, names: set[str], path: str) -> list[Cause]:
+def validate_claim_reference(claim: Obj, names: set[str], path: str,
+                             go_type: str = "core.PodResourceClaim") -> list[Cause]:
+    """A named reference to a ResourceClaim or ResourceClaimTemplate (a pod's or a PodGroup's): a unique DNS
+    label name and exactly one of the two names. `names` collects the names seen so far."""
     errs: list[Cause] = []
     name = _str(claim.get("name"))
     if not name:
@@ -59,10 +63,10 @@ def _validate_pod_resource_claim(claim: Obj, names: set[str], path: str) -> list
         names.add(name)
     claim_name, template_name = claim.get("resourceClaimName"), claim.get("resourceClaimTemplateName")
     if claim_name is not None and template_name is not None:
-        errs.append(invalid_raw(path, _go_pod_resource_claim(claim),
+        errs.append(invalid_raw(path, _go_claim_reference(go_type, claim),
                                 "at most one of `resourceClaimName` or `resourceClaimTemplateName` may be specified"))
     if claim_name is None and template_name is None:
-        errs.append(invalid_raw(path, _go_pod_resource_claim(claim),
+        errs.append(invalid_raw(path, _go_claim_reference(go_type, claim),
                                 "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`"))
     if claim_name is not None:
         errs += [invalid_value(child(path, "resourceClaimName"), _str(claim_name), m)
@@ -114,7 +118,7 @@ def validate_pod_spec_resource_claims(pod: Obj) -> list[Cause]:
     errs: list[Cause] = []
     names: set[str] = set()
     for i, claim in enumerate(_list(spec.get("resourceClaims"))):
-        errs += _validate_pod_resource_claim(_dict(claim), names, index("spec.resourceClaims", i))
+        errs += validate_claim_reference(_dict(claim), names, index("spec.resourceClaims", i))
     pod_claim_names = {_str(_dict(c).get("name")) for c in _list(spec.get("resourceClaims"))} - {""}
     for kind in CONTAINER_KINDS:
         for i, container in enumerate(_list(spec.get(kind))):

@@ -35,21 +35,12 @@ from dramock.schemas.validation.names import (
     validate_dns1123_label,
     validate_dns1123_subdomain,
 )
+from dramock.schemas.validation.pod import validate_claim_reference
 
 # MaxPodGroupResourceClaims: claims of one PodGroup or PodGroupTemplate.
 MAX_POD_GROUP_RESOURCE_CLAIMS = 4
 MAX_POD_GROUP_TEMPLATES = 8
 IMMUTABLE = "field is immutable"
-
-
-def _go_string_ptr(value: object) -> str:
-    return "(*string)(nil)" if value is None else f'"{value}"'
-
-
-def _go_claim(claim: Obj) -> str:
-    return (f'scheduling.PodGroupResourceClaim{{Name:"{_str(claim.get("name"))}", '
-            f'ResourceClaimName:{_go_string_ptr(claim.get("resourceClaimName"))}, '
-            f'ResourceClaimTemplateName:{_go_string_ptr(claim.get("resourceClaimTemplateName"))}}}')
 
 
 def validate_pod_group_resource_claims(claims: object, path: str) -> list[Cause]:
@@ -60,29 +51,7 @@ def validate_pod_group_resource_claims(claims: object, path: str) -> list[Cause]
         errs.append(too_many(path, len(items), MAX_POD_GROUP_RESOURCE_CLAIMS))
     names: set[str] = set()
     for i, raw in enumerate(items):
-        claim = _dict(raw)
-        p = index(path, i)
-        name = _str(claim.get("name"))
-        if not name:
-            errs.append(required(child(p, "name")))
-        elif name in names:
-            errs.append(duplicate(child(p, "name"), name))
-        else:
-            errs += validate_dns1123_label(name, child(p, "name"))
-            names.add(name)
-        claim_name, template_name = claim.get("resourceClaimName"), claim.get("resourceClaimTemplateName")
-        if claim_name is not None and template_name is not None:
-            errs.append(invalid_raw(p, _go_claim(claim), "at most one of `resourceClaimName` or "
-                                                         "`resourceClaimTemplateName` may be specified"))
-        if claim_name is None and template_name is None:
-            errs.append(invalid_raw(p, _go_claim(claim),
-                                    "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`"))
-        if claim_name is not None:
-            errs += [invalid_value(child(p, "resourceClaimName"), _str(claim_name), m)
-                     for m in is_dns1123_subdomain(_str(claim_name))]
-        if template_name is not None:
-            errs += [invalid_value(child(p, "resourceClaimTemplateName"), _str(template_name), m)
-                     for m in is_dns1123_subdomain(_str(template_name))]
+        errs += validate_claim_reference(_dict(raw), names, index(path, i), "scheduling.PodGroupResourceClaim")
     return errs
 
 
