@@ -11,10 +11,13 @@ the server actually serves.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+import aiohttp
 
 from dramock.client.rest import APIStatusError, Client, resource_path
 
@@ -132,3 +135,22 @@ async def server_preferred_resources(client: Client) -> list[APIResource]:
 async def server_legacy_resources(client: Client) -> list[APIResource]:
     """The same list from the legacy documents only (for servers without aggregated discovery, and tests)."""
     return await _legacy(client, await client.request("GET", "/api", accept="application/json"))
+
+
+async def serves(client: Client, group: str, version: str, plural: str, stop: asyncio.Event | None = None,
+                 attempts: int | None = None) -> bool:
+    """Whether the server serves `plural` in group/version (a component of an API that is off stays idle).
+    A server that does not answer yet (`serve` starts its components before it listens) is asked again every
+    0.2 s, `attempts` times at most (None: until `stop`)."""
+    tried = 0
+    while not (stop is not None and stop.is_set()) and (attempts is None or tried < attempts):
+        tried += 1
+        try:
+            listing = await client.request("GET", f"/apis/{group}/{version}")
+        except APIStatusError:
+            return False
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
+            await asyncio.sleep(0.2)
+            continue
+        return any(r.get("name") == plural for r in listing.get("resources") or [])
+    return False

@@ -21,7 +21,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from dramock.client import podgroups as discovery
+from dramock.client import discovery
 from dramock.client.informer import Informer, shared_informer
 from dramock.client.rest import APIStatusError, Client, resource_path
 from dramock.schemas import podgroups as pg
@@ -56,13 +56,19 @@ class PodGroupClaims:
     creates: dict[str, int]
     gates: FeatureGates
 
+    async def _create_from_template(self, ns: str, template_name: str, owner: Obj, annotation: str,
+                                    claim_name: str) -> Obj:
+        raise NotImplementedError  # the controller's (resourceclaim.py)
+
     def _init_podgroups(self) -> None:
         self.podgroups: Informer | None = None
         # (ns, PodGroup name) -> names of the pods in that group that have claims.
         self.group_pods: dict[tuple[str, str], set[str]] = {}
 
     async def _start_podgroups(self, stop: asyncio.Event, tasks: list[asyncio.Task]) -> None:
-        if not self.gates.enabled(pg.GATE) or not await discovery.served(self.client, stop):
+        if not self.gates.enabled(pg.GATE):
+            return
+        if not await discovery.serves(self.client, pg.GROUP, pg.VERSION, pg.PLURAL, stop, attempts=150):
             return
         informer = shared_informer(self.client, resource_path(pg.GROUP, pg.VERSION, pg.PLURAL))
         informer.add_handler(self._on_pod_group)
@@ -170,32 +176,9 @@ class PodGroupClaims:
 
     async def _create_group_claim(self, group: Obj, claim_name: str, template_name: str) -> Obj:
         gm = group["metadata"]
-        ns = gm["namespace"]
-        template = self.templates.get(ns, template_name)
-        if template is None:
-            template = await self.client.request(
-                "GET", resource_path(GROUP, VERSION, "resourceclaimtemplates", ns, template_name))
-        tmeta = (template.get("spec") or {}).get("metadata") or {}
-        md: Obj = {
-            "generateName": generate_name(gm["name"], claim_name),
-            "namespace": ns,
-            "ownerReferences": [{"apiVersion": f"{pg.GROUP}/{pg.VERSION}", "kind": "PodGroup", "name": gm["name"],
-                                 "uid": gm["uid"], "controller": True, "blockOwnerDeletion": True}],
-            "annotations": {**(tmeta.get("annotations") or {}), pg.POD_GROUP_CLAIM_ANNOTATION: claim_name},
-        }
-        if tmeta.get("labels"):
-            md["labels"] = dict(tmeta["labels"])
-        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ResourceClaim", "metadata": md,
-                "spec": (template.get("spec") or {}).get("spec") or {}}
-        try:
-            claim = await self.client.request("POST", resource_path(GROUP, VERSION, "resourceclaims", ns), body)
-        except APIStatusError:
-            self.creates["failure"] += 1
-            raise
-        self.creates["success"] += 1
-        self.created[(ns, claim["metadata"]["name"])] = claim
-        log.info("created ResourceClaim %s/%s for PodGroup %s", ns, claim["metadata"]["name"], gm["name"])
-        return claim
+        owner = {"apiVersion": f"{pg.GROUP}/{pg.VERSION}", "kind": "PodGroup", "name": gm["name"], "uid": gm["uid"]}
+        return await self._create_from_template(gm["namespace"], template_name, owner,
+                                                pg.POD_GROUP_CLAIM_ANNOTATION, claim_name)
 
     # ---------------------------------------------------------------- claims
 

@@ -306,35 +306,39 @@ class ResourceClaimController(PodGroupClaims):
             return
         claim = self._find_pod_claim(pod, pc)
         if claim is None:
-            template = self.templates.get(ns, template_name)
-            if template is None:
-                template = await self.client.request(
-                    "GET", resource_path(GROUP, VERSION, "resourceclaimtemplates", ns, template_name))
-            tmeta = (template.get("spec") or {}).get("metadata") or {}
-            annotations = dict(tmeta.get("annotations") or {})
-            annotations[POD_CLAIM_ANNOTATION] = pc["name"]
-            md: Obj = {
-                "generateName": generate_name(pod["metadata"]["name"], pc["name"]),
-                "namespace": ns,
-                "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"],
-                                     "uid": pod["metadata"]["uid"], "controller": True,
-                                     "blockOwnerDeletion": True}],
-                "annotations": annotations,
-            }
-            if tmeta.get("labels"):
-                md["labels"] = dict(tmeta["labels"])
-            body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ResourceClaim", "metadata": md,
-                    "spec": (template.get("spec") or {}).get("spec") or {}}
-            try:
-                claim = await self.client.request("POST", resource_path(GROUP, VERSION, "resourceclaims", ns), body)
-            except APIStatusError:
-                self.creates["failure"] += 1
-                raise
-            self.creates["success"] += 1
-            self.created[(ns, claim["metadata"]["name"])] = claim
-            log.info("created ResourceClaim %s/%s for pod %s", ns, claim["metadata"]["name"],
-                     pod["metadata"]["name"])
+            owner = {"apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]}
+            claim = await self._create_from_template(ns, template_name, owner, POD_CLAIM_ANNOTATION, pc["name"])
         new_statuses[pc["name"]] = claim["metadata"]["name"]
+
+    async def _create_from_template(self, ns: str, template_name: str, owner: Obj, annotation: str,
+                                    claim_name: str) -> Obj:
+        """A claim from the template, controlled by `owner` (a pod, or a PodGroup) and named after it and its
+        claim (`annotation` records which); counted, and remembered until the informer has it."""
+        template = self.templates.get(ns, template_name)
+        if template is None:
+            template = await self.client.request(
+                "GET", resource_path(GROUP, VERSION, "resourceclaimtemplates", ns, template_name))
+        tmeta = (template.get("spec") or {}).get("metadata") or {}
+        md: Obj = {
+            "generateName": generate_name(owner["name"], claim_name),
+            "namespace": ns,
+            "ownerReferences": [{**owner, "controller": True, "blockOwnerDeletion": True}],
+            "annotations": {**(tmeta.get("annotations") or {}), annotation: claim_name},
+        }
+        if tmeta.get("labels"):
+            md["labels"] = dict(tmeta["labels"])
+        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ResourceClaim", "metadata": md,
+                "spec": (template.get("spec") or {}).get("spec") or {}}
+        try:
+            claim = await self.client.request("POST", resource_path(GROUP, VERSION, "resourceclaims", ns), body)
+        except APIStatusError:
+            self.creates["failure"] += 1
+            raise
+        self.creates["success"] += 1
+        self.created[(ns, claim["metadata"]["name"])] = claim
+        log.info("created ResourceClaim %s/%s for %s %s", ns, claim["metadata"]["name"], owner["kind"],
+                 owner["name"])
+        return claim
 
     def _find_pod_claim(self, pod: Obj, pc: Obj) -> Obj | None:
         """A claim created for this pod claim earlier whose name did not make it into the pod status."""

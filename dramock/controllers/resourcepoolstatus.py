@@ -30,11 +30,10 @@ import logging
 from fractions import Fraction
 from typing import Any
 
-import aiohttp
-
 from dramock import timefmt
+from dramock.client import discovery
 from dramock.client.informer import Informer, WorkQueue, run_worker
-from dramock.client.rest import APIStatusError, Client, resource_path
+from dramock.client.rest import Client, resource_path
 from dramock.schemas.quantity import format_like, parse_quantity
 
 log = logging.getLogger("dramock.controllers.resourcepoolstatus")
@@ -46,21 +45,6 @@ VALIDATION_ERROR_MAX_BYTES = 256
 # Incomplete pools: how often a request is tried again before it is answered as it is.
 INCOMPLETE_RETRIES = 5
 INCOMPLETE_RETRY_DELAY = 0.2  # seconds, doubled each time
-
-
-async def served(client: Client, stop: asyncio.Event) -> bool:
-    """Whether the server serves ResourcePoolStatusRequests (its version and gate are on); waits for a server
-    that does not answer yet (`serve` starts its components before it listens)."""
-    while not stop.is_set():
-        try:
-            listing = await client.request("GET", f"/apis/{GROUP}/{VERSION}")
-        except APIStatusError:
-            return False
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
-            await asyncio.sleep(0.2)
-            continue
-        return any(r.get("name") == PLURAL for r in listing.get("resources") or [])
-    return False
 
 
 def _unavailable(driver: str | None, pool: str, device: Obj, rules: list[Obj]) -> bool:
@@ -189,7 +173,7 @@ class ResourcePoolStatusController:
             self.queue.add(request["metadata"]["name"])
 
     async def run(self, stop: asyncio.Event) -> None:
-        if not await served(self.client, stop):
+        if not await discovery.serves(self.client, GROUP, VERSION, PLURAL, stop):
             log.info("ResourcePoolStatusRequests are not served (DRAResourcePoolStatus off or %s/%s not enabled); "
                      "the controller stays idle", GROUP, VERSION)
             return

@@ -10,7 +10,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from dramock.client import podgroups as discovery
+from dramock.client import discovery
 from dramock.client.informer import Informer
 from dramock.client.rest import Client, resource_path
 from dramock.scheduler.framework import Obj
@@ -32,7 +32,7 @@ class PodGroupClaims:
     async def _watch_pod_groups(self, stop: asyncio.Event) -> None:
         if self.podgroups is not None or not self.gates.enabled(pg.GATE):
             return
-        if not await discovery.served(self.client, stop):
+        if not await discovery.serves(self.client, pg.GROUP, pg.VERSION, pg.PLURAL, stop, attempts=150):
             log.info("%s is on but PodGroups are not served: claims are never shared by a group", pg.GATE)
             return
         informer = Informer(self.client, resource_path(pg.GROUP, pg.VERSION, pg.PLURAL))
