@@ -37,9 +37,12 @@ class Informer:
     """Several users may `run` one informer (a shared informer): one list and one watch serve them all, and
     it stops when the last of them stops. Handlers are added before the first `run`."""
 
-    def __init__(self, client: Client, path: str):
+    def __init__(self, client: Client, path: str, keep_managed_fields: bool = False):
         self.client = client
         self.path = path
+        # kube-scheduler's and kube-controller-manager's informers drop metadata.managedFields (their
+        # WithTransform trim): nothing reads them there, and they are a large part of every cached object.
+        self.keep_managed_fields = keep_managed_fields
         self.cache: dict[str, Obj] = {}
         self.handlers: list[Handler] = []
         self.synced = asyncio.Event()
@@ -56,6 +59,13 @@ class Informer:
         if namespace is None:
             return list(self.cache.values())
         return [o for o in self.cache.values() if o["metadata"].get("namespace") == namespace]
+
+    def _trim(self, obj: Obj) -> Obj:
+        if not self.keep_managed_fields:
+            md = obj.get("metadata")
+            if isinstance(md, dict):
+                md.pop("managedFields", None)
+        return obj
 
     async def _dispatch(self, type_: str, obj: Obj, old: Obj | None) -> None:
         for h in self.handlers:
@@ -85,7 +95,7 @@ class Informer:
             try:
                 listed = await self.client.request("GET", self.path)
                 rv = listed["metadata"]["resourceVersion"]
-                current = {object_key(o): o for o in listed.get("items", [])}
+                current = {object_key(o): self._trim(o) for o in listed.get("items", [])}
                 for k, o in list(self.cache.items()):
                     if k not in current:
                         del self.cache[k]
@@ -101,7 +111,7 @@ class Informer:
                 while not stop.is_set():
                     async for ev in self.client.watch(self.path, {"resourceVersion": rv, "allowWatchBookmarks": "true",
                                                                   "timeoutSeconds": "300"}):
-                        obj = ev["object"]
+                        obj = self._trim(ev["object"])
                         if ev["type"] == "ERROR":
                             raise APIStatusError(obj.get("code", 500), obj)
                         rv = obj["metadata"]["resourceVersion"]
