@@ -48,19 +48,21 @@ def _go_claim_reference(go_type: str, claim: Obj) -> str:
             f'ResourceClaimTemplateName:{_go_string_ptr(claim.get("resourceClaimTemplateName"))}}}')
 
 
+def validate_unique_label_name(name: str, names: set[str], path: str) -> list[Cause]:
+    """A required DNS-label name, unique among `names` (which collects the valid ones seen so far)."""
+    if not name:
+        return [required(path)]
+    if name in names:
+        return [duplicate(path, name)]
+    names.add(name)
+    return validate_dns1123_label(name, path)
+
+
 def validate_claim_reference(claim: Obj, names: set[str], path: str,
                              go_type: str = "core.PodResourceClaim") -> list[Cause]:
     """A named reference to a ResourceClaim or ResourceClaimTemplate (a pod's or a PodGroup's): a unique DNS
     label name and exactly one of the two names. `names` collects the names seen so far."""
-    errs: list[Cause] = []
-    name = _str(claim.get("name"))
-    if not name:
-        errs.append(required(child(path, "name")))
-    elif name in names:
-        errs.append(duplicate(child(path, "name"), name))
-    else:
-        errs += validate_dns1123_label(name, child(path, "name"))
-        names.add(name)
+    errs = validate_unique_label_name(_str(claim.get("name")), names, child(path, "name"))
     claim_name, template_name = claim.get("resourceClaimName"), claim.get("resourceClaimTemplateName")
     if claim_name is not None and template_name is not None:
         errs.append(invalid_raw(path, _go_claim_reference(go_type, claim),

@@ -35,7 +35,7 @@ from dramock.schemas.validation.names import (
     validate_dns1123_label,
     validate_dns1123_subdomain,
 )
-from dramock.schemas.validation.pod import validate_claim_reference
+from dramock.schemas.validation.pod import validate_claim_reference, validate_unique_label_name
 
 # MaxPodGroupResourceClaims: claims of one PodGroup or PodGroupTemplate.
 MAX_POD_GROUP_RESOURCE_CLAIMS = 4
@@ -134,14 +134,7 @@ def validate_workload(obj: Obj) -> list[Cause]:
     for i, raw in enumerate(templates):
         t = _dict(raw)
         p = index("spec.podGroupTemplates", i)
-        name = _str(t.get("name"))
-        if not name:
-            errs.append(required(child(p, "name")))
-        elif name in names:
-            errs.append(duplicate(child(p, "name"), name))
-        else:
-            errs += validate_dns1123_label(name, child(p, "name"))
-            names.add(name)
+        errs += validate_unique_label_name(_str(t.get("name")), names, child(p, "name"))
         errs += _validate_policy(t.get("schedulingPolicy"), child(p, "schedulingPolicy"))
         errs += validate_pod_group_resource_claims(t.get("resourceClaims"), child(p, "resourceClaims"))
     return errs
