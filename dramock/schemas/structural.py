@@ -73,30 +73,6 @@ def _type_error(value: Any, schema: defs.Schema, path: str, owner: str) -> str:
     return f"json: cannot unmarshal {what} into Go struct field {owner}.{field} of type {target}"
 
 
-def _type_ok(value: Any, schema: defs.Schema) -> bool:
-    if value is None:
-        return True
-    if "oneOf" in schema:  # Quantity, IntOrString
-        return any(_type_ok(value, alt) for alt in schema["oneOf"])
-    types = defs.types_of(schema)
-    if not types:
-        return True
-    if isinstance(value, bool):
-        return "boolean" in types
-    if isinstance(value, int):
-        if "integer" in types:
-            lo, hi = _INT_RANGE.get(schema.get("format") or "int64", _INT_RANGE["int64"])
-            return lo <= value <= hi
-        return "number" in types
-    if isinstance(value, float):
-        return "number" in types
-    if isinstance(value, str):
-        return "string" in types
-    if isinstance(value, list):
-        return "array" in types
-    return "object" in types
-
-
 _TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.Time"
 _MICRO_TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime"
 _RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.(\d+))?([Zz]|[+-]\d{2}:\d{2})$")
@@ -187,11 +163,11 @@ def _compile(schema: defs.Schema) -> _Node:
 
 
 def _node_type_ok(value: Any, n: _Node) -> bool:
-    """_type_ok(value, n.resolved), from the compiled node."""
+    """Whether the JSON value has a type the node's schema allows (null always does)."""
     if value is None:
         return True
     if n.one_of is not None:  # Quantity, IntOrString
-        return any(_type_ok(value, alt) for alt in n.one_of)
+        return any(_node_type_ok(value, _node(alt)) for alt in n.one_of)
     types = n.types
     if not types:
         return True
