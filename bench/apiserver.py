@@ -308,7 +308,7 @@ async def main() -> None:
             durl, burl = f"http://127.0.0.1:{dport}", f"http://127.0.0.1:{bport}"
             await wait_ready(durl)
             await wait_ready(burl)
-            bare = await bench(burl, args, "bare")
+            bare = await bench(burl, args, "bare", pid=procs[1].pid)
             mock = await bench(durl, args, "dramock", pid=procs[0].pid)
             mock_pb = await bench(durl, args, "dramock-pb", pb=True, pid=procs[0].pid)
         finally:
@@ -318,14 +318,14 @@ async def main() -> None:
     print(f"ResourceClaims: {args.requests} requests per op, concurrency {args.concurrency}, "
           f"{args.watchers} watchers x {args.writes} writes")
     header = f"{'operation':<24}{'JSON ops/s':>11}{'p50 ms':>8}{'p99 ms':>8}   {'protobuf ops/s':>15}{'p50 ms':>8}" \
-             f"{'p99 ms':>8}   {'bare ops/s':>11}{'p50 ms':>8}   {'ratio':>6}   {'server cpu ms/op (JSON/pb)':>26}"
+             f"{'p99 ms':>8}   {'bare ops/s':>11}{'p50 ms':>8}   {'ratio':>6}   {'server cpu ms/op (JSON/pb/bare)':>31}"
     print(header)
     print("-" * len(header))
     for op in mock:
         m, q, b = mock[op], mock_pb[op], bare[op]
         print(f"{op:<24}{m['ops']:>11.0f}{m['p50']:>8.2f}{m['p99']:>8.2f}   {q['ops']:>15.0f}{q['p50']:>8.2f}"
               f"{q['p99']:>8.2f}   {b['ops']:>11.0f}{b['p50']:>8.2f}   {m['ops'] / b['ops']:>6.2f}"
-              f"   {m['cpu_ms']:>12.3f} / {q['cpu_ms']:<11.3f}")
+              f"   {m['cpu_ms']:>11.3f} / {q['cpu_ms']:.3f} / {b['cpu_ms']:.3f}")
     print("(JSON and protobuf: dramock; bare: aiohttp answering JSON with no API machinery; ratio = dramock JSON "
           "throughput / bare; watch fan-out counts events delivered; server cpu ms/op = the dramock process's CPU time "
           "per request or event, the steadier figure on a busy machine)")
