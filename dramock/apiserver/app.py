@@ -46,6 +46,7 @@ from dramock.registry import Registry, printing
 from dramock.registry.kind import Kind
 from dramock.schemas import versions
 from dramock.schemas.featuregates import FeatureGates
+from dramock.storage.groupcommit import track_writes
 from dramock.storage.revlog import DEFAULT_HISTORY, RevisionLog, StaleRead, StorageFailure, sqlite_url
 
 log = logging.getLogger("dramock.apiserver")
@@ -119,6 +120,7 @@ class Metrics:
 
 
 # Status reasons of the HTTP codes aiohttp itself may answer with.
+_READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _REASONS = {400: "BadRequest", 404: "NotFound", 405: "MethodNotAllowed", 406: "NotAcceptable",
             413: "RequestEntityTooLarge", 415: "UnsupportedMediaType"}
 
@@ -260,8 +262,14 @@ class APIServer:
         request["route"] = None
         try:
             request["user"] = self.security.user(gate.is_secure(request), gate.peercert(request), request.headers)
-            with self.inflight.admit(request):
-                resp = await handler(request)
+            if request.method in _READ_METHODS:
+                self.store.settle()  # a read sees every accepted write, committed
+                with self.inflight.admit(request):
+                    resp = await handler(request)
+            else:
+                with self.inflight.admit(request), track_writes() as written:
+                    resp = await handler(request)
+                    await self.store.wait_durable(written)  # acknowledged = committed
         except errors.APIError as e:
             resp = self._status_response(request, e)
         except web.HTTPRequestEntityTooLarge:

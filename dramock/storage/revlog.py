@@ -42,6 +42,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from dramock import fastjson
+from dramock.storage import groupcommit
 from dramock.storage.errors import (
     Compacted,
     FutureRevision,
@@ -52,6 +53,7 @@ from dramock.storage.errors import (
     StorageError,
     StorageFailure,
 )
+from dramock.storage.groupcommit import MISSING
 
 log = logging.getLogger("dramock.storage")
 
@@ -169,6 +171,7 @@ class RevisionLog:
         # re-create names its predecessor (the unique index would refuse a second "first" row otherwise).
         self._tombstones: dict[tuple[str, str], int] = {}
         self._tx: sa.Connection | None = None  # the open atomic() transaction (shared mode)
+        self._batch: groupcommit.Batch | None = None  # writes waiting for their commit (embedded mode)
         self._own: dict[int, Obj] = {}  # objects this replica wrote, until the follower applies them
         self._gap_at = 0  # the missing revision the follower waits for, and since when
         self._gap_since = 0.0
@@ -355,13 +358,75 @@ class RevisionLog:
         revision = self.revision + 1
         self._stamp(obj, revision)
         value = encode(revision) if encode is not None else fastjson.dumps(obj)
-        with self._db_errors(), self.engine.begin() as conn:
-            conn.execute(_INSERT, {"id": revision, "bucket": bucket, "name": name, "created": kind == ADDED,
-                                   "deleted": kind == DELETED, "prev_revision": prev_revision, "value": value})
-        # Committed: only now does memory (and so every reader and watcher) see it.
+        row = {"id": revision, "bucket": bucket, "name": name, "created": kind == ADDED,
+               "deleted": kind == DELETED, "prev_revision": prev_revision, "value": value}
+        event = Event(kind, bucket, name, revision, obj, prev, value)
+        batch = self._batch
+        if batch is None:
+            loop = asyncio._get_running_loop()
+            if loop is None:  # no event loop (start-up tools, tests): commit on the spot
+                with self._db_errors(), self.engine.begin() as conn:
+                    conn.execute(_INSERT, row)
+                self.revision = revision
+                self._apply(event)
+                return obj
+            batch = self._batch = groupcommit.Batch(self.revision, loop.create_future())
+            loop.call_soon(self.settle)  # commits at the end of this turn of the loop
+        key = (bucket, name)
+        batch.undo.append((bucket, name, self.bucket(bucket).objects.get(name, MISSING),
+                           self._revisions.get(key, MISSING), self._values.get(key, MISSING),
+                           self._tombstones.get(key, MISSING)))
+        batch.rows.append(row)
+        batch.events.append(event)
+        batch.note_writer()
+        # Writers see it at once (the log stays serial); readers and watchers only once it is committed.
         self.revision = revision
-        self._apply(Event(kind, bucket, name, revision, obj, prev, value))
+        self._apply(event, notify=False)
+        if len(batch.rows) >= groupcommit.MAX_BATCH:
+            self.settle()
         return obj
+
+    def settle(self) -> None:
+        """Commit the pending batch of writes (embedded mode), then announce them to the watchers. Every read
+        a client can see settles first. A batch that fails to commit is undone in memory, and its writers
+        hear the failure."""
+        batch, self._batch = self._batch, None
+        if batch is None:
+            return
+        try:
+            with self._db_errors(), self.engine.begin() as conn:
+                conn.execute(_INSERT, batch.rows)
+        except StorageFailure as e:
+            self._undo(batch)
+            batch.failed(e)
+            return
+        for event in batch.events:
+            self._notify(event)
+        batch.committed()
+
+    async def wait_durable(self, written: set[groupcommit.Batch]) -> None:
+        """For a write request before it answers: wait for the batches it wrote into, and for the one pending
+        now (the state it answers from may include other requests' writes in it). StorageFailure if one failed."""
+        if self._batch is not None:
+            written.add(self._batch)
+        await groupcommit.wait_durable(written)
+
+    def _undo(self, batch: groupcommit.Batch) -> None:
+        for bucket, name, obj, revision, value, tombstone in reversed(batch.undo):
+            key = (bucket, name)
+            b = self.bucket(bucket)
+            for store, saved in ((self._revisions, revision), (self._values, value), (self._tombstones, tombstone)):
+                if saved is MISSING:
+                    store.pop(key, None)
+                else:
+                    store[key] = saved
+            if obj is MISSING:
+                b.remove(name)
+            else:
+                b.put(name, obj)
+        while self._history and self._history[-1].revision > batch.revision_before:
+            self._history.pop()
+        self.revision = batch.revision_before
 
     @contextlib.contextmanager
     def atomic(self) -> Iterator[None]:
@@ -541,8 +606,11 @@ class RevisionLog:
             # Memory follows what watches may still ask for; the database follows in run()'s own time.
             self.compacted = self._history.popleft().revision
         if notify:
-            for w in list(self._watchers.get(ev.bucket, ())):
-                w(ev)
+            self._notify(ev)
+
+    def _notify(self, ev: Event) -> None:
+        for w in list(self._watchers.get(ev.bucket, ())):
+            w(ev)
 
     # ---- compaction ----
 
@@ -551,6 +619,7 @@ class RevisionLog:
 
         Memory is trimmed now; the rows are deleted later by `compact_step`, a bounded batch at a time.
         """
+        self.settle()  # compaction follows the committed log
         revision = min(revision, self.revision)
         if revision <= self.compacted:
             return
@@ -564,6 +633,7 @@ class RevisionLog:
     def compact_step(self, batch: int = COMPACT_BATCH) -> bool:
         """Delete superseded rows, tombstones and fill rows up to `self.compacted`, examining at most `batch`
         revisions. Only one replica compacts at a time. Returns whether more remains."""
+        self.settle()
         target = self.compacted
         with self._db_errors(), self.engine.begin() as conn:
             if self.shared and not conn.execute(sa.text("SELECT pg_try_advisory_xact_lock(:k)"),
@@ -739,6 +809,7 @@ class RevisionLog:
             raise StorageFailure(f"{reason} (see the API server log)") from None
 
     def close(self) -> None:
+        self.settle()
         self._closing.set()
         self.engine.dispose()
 
