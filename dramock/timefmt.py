@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from datetime import UTC, datetime
 
 SECONDS = "%Y-%m-%dT%H:%M:%SZ"
@@ -18,9 +19,23 @@ def format_time(t: datetime) -> str:
     return t.astimezone(UTC).strftime(SECONDS)
 
 
-def now() -> str:
-    """The current time as metav1.Time."""
-    return datetime.now(UTC).strftime(SECONDS)
+class _SecondsClock:
+    """The current time as metav1.Time. Formatting costs more than the rest of a small write's bookkeeping,
+    and the text changes once a second: it is formatted once a second."""
+
+    __slots__ = ("_second", "_text")
+
+    def __init__(self) -> None:
+        self._second, self._text = -1, ""
+
+    def __call__(self) -> str:
+        t = int(time.time())
+        if t != self._second:
+            self._second, self._text = t, datetime.fromtimestamp(t, UTC).strftime(SECONDS)
+        return self._text
+
+
+now = _SecondsClock()
 
 
 def now_micro() -> str:

@@ -115,8 +115,20 @@ class Metrics:
         self.injected_faults = Counter("dramock_injected_faults_total", "Faults injected by dramock.faults rules, "
                                        "by rule and type.", ["rule", "type"], registry=self.registry)
 
+        self._children: dict[tuple[str, ...], tuple[Any, Any]] = {}
+
     def on_watchers(self, kind: Kind, delta: int) -> None:
         self.watchers.labels(kind.group, kind.version, kind.kind).inc(delta)
+
+    def observe_request(self, labels: tuple[str, ...], code: str, seconds: float) -> None:
+        """Count a request and its latency (the labelled series are looked up once per label set: labels()
+        costs more than the update)."""
+        key = (*labels, code)
+        children = self._children.get(key)
+        if children is None:
+            children = self._children[key] = (self.requests.labels(*labels, code), self.duration.labels(*labels))
+        children[0].inc()
+        children[1].observe(seconds)
 
 
 # Status reasons of the HTTP codes aiohttp itself may answer with.
@@ -290,10 +302,10 @@ class APIServer:
             k = route.kind
             labels = (route.verb.upper() if route.verb != "watch" else "WATCH", k.group, k.version, k.plural,
                       route.subresource, _scope(route), "apiserver")
-            self.metrics.requests.labels(*labels, str(resp.status)).inc()
-            self.metrics.duration.labels(*labels[:-1], labels[-1]).observe(time.perf_counter() - start)
-        log.debug("%s %s %s %d %.1fms", request.method, request.path_qs, request.headers.get("User-Agent", ""),
-                  resp.status, (time.perf_counter() - start) * 1000)
+            self.metrics.observe_request(labels, str(resp.status), time.perf_counter() - start)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s %s %s %d %.1fms", request.method, request.path_qs, request.headers.get("User-Agent", ""),
+                      resp.status, (time.perf_counter() - start) * 1000)
         if not resp.prepared:
             # An answer given before the body was read (404, 405, 429) still reads it, as Go's server does, so a
             # keep-alive client that is still sending it is not reset.

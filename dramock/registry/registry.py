@@ -65,6 +65,9 @@ class Registry:
         self.namespace_labels = namespace_labels
         # (group, version) pairs in the order discovery lists them; the core group is "".
         self.group_versions: tuple[tuple[str, str], ...] = tuple(dict.fromkeys((k.group, k.version) for k in kinds))
+        self._versions_of: dict[str, list[str]] = {}  # group -> its versions, both in discovery order
+        for g, v in self.group_versions:
+            self._versions_of.setdefault(g, []).append(v)
         self._by_gvr = {(k.group, k.version, k.plural): k for k in kinds}
         self._strategies: dict[Kind, Strategy] = {}
         # The kinds with their own quota usage rules, by group-resource (every other kind counts objects).
@@ -91,10 +94,10 @@ class Registry:
 
     def groups(self) -> list[str]:
         """Non-core groups in discovery order."""
-        return list(dict.fromkeys(g for g, _ in self.group_versions if g))
+        return [g for g in self._versions_of if g]
 
     def versions_of(self, group: str) -> list[str]:
-        return [v for g, v in self.group_versions if g == group]
+        return list(self._versions_of.get(group, ()))
 
     def by_kind(self, api_version: str, kind: str) -> Kind | None:
         for k in self.kinds:
