@@ -172,6 +172,7 @@ class RevisionLog:
         self._tombstones: dict[tuple[str, str], int] = {}
         self._tx: sa.Connection | None = None  # the open atomic() transaction (shared mode)
         self._batch: groupcommit.Batch | None = None  # writes waiting for their commit (embedded mode)
+        self._writer: sa.Connection | None = None  # the connection batches commit on
         self._own: dict[int, Obj] = {}  # objects this replica wrote, until the follower applies them
         self._gap_at = 0  # the missing revision the follower waits for, and since when
         self._gap_since = 0.0
@@ -394,8 +395,16 @@ class RevisionLog:
         if batch is None:
             return
         try:
-            with self._db_errors(), self.engine.begin() as conn:
-                conn.execute(_INSERT, batch.rows)
+            with self._db_errors():
+                if self._writer is None:  # kept: a pool checkout and reset per commit cost a quarter of it
+                    self._writer = self.engine.connect()
+                try:
+                    with self._writer.begin():
+                        self._writer.execute(_INSERT, batch.rows)
+                except sa.exc.SQLAlchemyError:
+                    self._writer.close()  # a broken connection is not reused
+                    self._writer = None
+                    raise
         except StorageFailure as e:
             self._undo(batch)
             batch.failed(e)
@@ -810,6 +819,9 @@ class RevisionLog:
 
     def close(self) -> None:
         self.settle()
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
         self._closing.set()
         self.engine.dispose()
 
