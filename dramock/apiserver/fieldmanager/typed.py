@@ -11,6 +11,7 @@ from .fieldset import _recursive_difference
 from .paths import FieldSet, Path, PathElement, _f, _pe_str, path_string
 from .schema import (
     _BAD,
+    _DEDUCED_MAP,
     MISSING,
     UNTYPED,
     _as_list,
@@ -132,6 +133,114 @@ def _compare(prop: defs.Schema, lhs: Any, rhs: Any, path: Path, c: _Comparison) 
             c.added.add(path)
         elif rhs is MISSING:
             c.removed.add(path)
+
+
+# Ignored paths (reset fields) as a trie of field names: a name maps to True when everything from there down
+# is ignored, else to the trie of what is ignored below it.
+Ignored = dict
+
+
+def _ignored_trie(paths: FieldSet) -> Ignored | None:
+    """The trie of a set of ignored paths (all field names, as reset fields are); None for none."""
+    trie: Ignored = {}
+    for p in sorted(paths, key=len):  # shorter first: an ignored field covers everything below it
+        node: Any = trie
+        for i, pe in enumerate(p):
+            if pe[0] != "f":
+                raise ValueError(f"ignored path {path_string(p)} is not made of field names")
+            if i == len(p) - 1:
+                node[pe[1]] = True
+                break
+            node = node.setdefault(pe[1], {})
+            if node is True:
+                break
+    return trie or None
+
+
+def _all_paths(prop: defs.Schema, v: Any, path: Path, out: FieldSet) -> None:
+    """What _compare reports for a subtree present on one side only: the path of every node in it."""
+    t = _type_of(prop)
+    kind = t.kind
+    if kind == "untyped":
+        if isinstance(v, dict):
+            kind = "map"
+            t = _DEDUCED_MAP
+        else:
+            out.add(path)  # a deduced list is atomic, a deduced scalar a leaf
+            return
+    if kind == "struct" or kind == "map":
+        if v and not t.atomic and isinstance(v, dict):
+            if kind == "struct":
+                fields = t.fields
+                for k, x in v.items():
+                    _all_paths(fields.get(k, UNTYPED), x, path + (("f", k),), out)
+            else:
+                elem = t.elem or UNTYPED
+                for k, x in v.items():
+                    _all_paths(elem, x, path + (("f", k),), out)
+    elif kind == "list" and v and t.rel != "atomic" and isinstance(v, list):
+        index = _index_items(t, v)
+        if index is not None:
+            elem = t.elem
+            for pe, item in index.items():
+                _all_paths(elem, item, path + (pe,), out)
+    out.add(path)
+
+
+def _diff(prop: defs.Schema, lhs: Any, rhs: Any, path: Path, c: _Comparison, ign: Ignored | None) -> None:
+    """_compare without what lies under the ignored paths (`ign`, below `path`): the same result as
+    _compare then _Comparison.excluding, in one walk that skips what would be dropped."""
+    if lhs is MISSING:
+        if ign is None and rhs is not MISSING and path:
+            _all_paths(prop, rhs, path, c.added)
+            return
+    elif rhs is MISSING:
+        if ign is None and path:
+            _all_paths(prop, lhs, path, c.removed)
+            return
+    elif _same(lhs, rhs):
+        return
+    t = _deduce(prop, rhs if rhs is not MISSING else lhs)
+    leaf = True
+    if _granular_map(t):
+        lm, rm = _as_map(lhs), _as_map(rhs)
+        if lm is not _BAD and rm is not _BAD and (lm or rm):
+            leaf = False
+            for k in list(lm) + [k for k in rm if k not in lm]:
+                sub = None
+                if ign is not None and k in ign:
+                    sub = ign[k]
+                    if sub is True:
+                        continue
+                _diff(_child(t, k), lm.get(k, MISSING), rm.get(k, MISSING), path + (_f(k),), c, sub)
+    elif _granular_list(t):
+        ll, rl = _as_list(lhs), _as_list(rhs)
+        if ll is not _BAD and rl is not _BAD and (ll or rl):
+            li, ri = _index_items(t, ll), _index_items(t, rl)
+            if li is not None and ri is not None:
+                leaf = False
+                # Items are named by keys or values, never by field names: nothing below is ignored.
+                for pe in list(li) + [pe for pe in ri if pe not in li]:
+                    _diff(t.elem, li.get(pe, MISSING), ri.get(pe, MISSING), path + (pe,), c, None)
+    if leaf:
+        if lhs is MISSING:
+            c.added.add(path)
+        elif rhs is MISSING:
+            c.removed.add(path)
+        else:
+            c.modified.add(path)
+    elif path:
+        if lhs is MISSING:
+            c.added.add(path)
+        elif rhs is MISSING:
+            c.removed.add(path)
+
+
+def _changes(root: defs.Schema, lhs: Any, rhs: Any, ignored: Ignored | None) -> _Comparison:
+    """_comparison(root, lhs, rhs).excluding(ignored paths), computed in one walk."""
+    c = _Comparison()
+    _diff(root, lhs, rhs, (), c, ignored)
+    return c
 
 
 def _merge(prop: defs.Schema, lhs: Any, rhs: Any) -> Any:
