@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -157,8 +158,18 @@ def _ignored_trie(paths: FieldSet) -> Ignored | None:
     return trie or None
 
 
+@functools.lru_cache(maxsize=64)
+def _frozen_ignored_trie(paths: frozenset) -> Ignored | None:
+    """_ignored_trie, remembered (callers only read it)."""
+    return _ignored_trie(paths)
+
+
 def _all_paths(prop: defs.Schema, v: Any, path: Path, out: FieldSet) -> None:
-    """What _compare reports for a subtree present on one side only: the path of every node in it."""
+    """What _compare reports for a subtree present on one side only: the path of every node in it.
+
+    A child that is not a non-empty dict or list is a leaf whatever its schema says (a scalar, null, an
+    empty or mistyped container): its path is added without a call.
+    """
     t = _type_of(prop)
     kind = t.kind
     if kind == "untyped":
@@ -170,33 +181,46 @@ def _all_paths(prop: defs.Schema, v: Any, path: Path, out: FieldSet) -> None:
             return
     if kind == "struct" or kind == "map":
         if v and not t.atomic and isinstance(v, dict):
-            if kind == "struct":
-                fields = t.fields
-                for k, x in v.items():
-                    _all_paths(fields.get(k, UNTYPED), x, path + (("f", k),), out)
-            else:
-                elem = t.elem or UNTYPED
-                for k, x in v.items():
-                    _all_paths(elem, x, path + (("f", k),), out)
+            fields = t.fields if kind == "struct" else None
+            elem = t.elem or UNTYPED
+            for k, x in v.items():
+                p = path + (("f", k),)
+                if x and isinstance(x, (dict, list)):
+                    _all_paths(elem if fields is None else fields.get(k, UNTYPED), x, p, out)
+                else:
+                    out.add(p)
     elif kind == "list" and v and t.rel != "atomic" and isinstance(v, list):
         index = _index_items(t, v)
         if index is not None:
             elem = t.elem
             for pe, item in index.items():
-                _all_paths(elem, item, path + (pe,), out)
+                p = path + (pe,)
+                if item and isinstance(item, (dict, list)):
+                    _all_paths(elem, item, p, out)
+                else:
+                    out.add(p)
     out.add(path)
+
+
+def _one_sided(prop: defs.Schema, v: Any, path: Path, out: FieldSet) -> None:
+    if v and isinstance(v, (dict, list)):
+        _all_paths(prop, v, path, out)
+    else:
+        out.add(path)
 
 
 def _diff(prop: defs.Schema, lhs: Any, rhs: Any, path: Path, c: _Comparison, ign: Ignored | None) -> None:
     """_compare without what lies under the ignored paths (`ign`, below `path`): the same result as
-    _compare then _Comparison.excluding, in one walk that skips what would be dropped."""
+    _compare then _Comparison.excluding, in one walk that skips what would be dropped.
+
+    Children present on one side only, or the same on both, are settled in the parent's loop."""
     if lhs is MISSING:
         if ign is None and rhs is not MISSING and path:
-            _all_paths(prop, rhs, path, c.added)
+            _one_sided(prop, rhs, path, c.added)
             return
     elif rhs is MISSING:
         if ign is None and path:
-            _all_paths(prop, lhs, path, c.removed)
+            _one_sided(prop, lhs, path, c.removed)
             return
     elif _same(lhs, rhs):
         return
@@ -212,7 +236,17 @@ def _diff(prop: defs.Schema, lhs: Any, rhs: Any, path: Path, c: _Comparison, ign
                     sub = ign[k]
                     if sub is True:
                         continue
-                _diff(_child(t, k), lm.get(k, MISSING), rm.get(k, MISSING), path + (_f(k),), c, sub)
+                x, y, p = lm.get(k, MISSING), rm.get(k, MISSING), path + (("f", k),)
+                if sub is None:
+                    if x is MISSING:
+                        _one_sided(_child(t, k), y, p, c.added)
+                        continue
+                    if y is MISSING:
+                        _one_sided(_child(t, k), x, p, c.removed)
+                        continue
+                    if _same(x, y):
+                        continue
+                _diff(_child(t, k), x, y, p, c, sub)
     elif _granular_list(t):
         ll, rl = _as_list(lhs), _as_list(rhs)
         if ll is not _BAD and rl is not _BAD and (ll or rl):
@@ -220,8 +254,15 @@ def _diff(prop: defs.Schema, lhs: Any, rhs: Any, path: Path, c: _Comparison, ign
             if li is not None and ri is not None:
                 leaf = False
                 # Items are named by keys or values, never by field names: nothing below is ignored.
+                elem = t.elem
                 for pe in list(li) + [pe for pe in ri if pe not in li]:
-                    _diff(t.elem, li.get(pe, MISSING), ri.get(pe, MISSING), path + (pe,), c, None)
+                    x, y, p = li.get(pe, MISSING), ri.get(pe, MISSING), path + (pe,)
+                    if x is MISSING:
+                        _one_sided(elem, y, p, c.added)
+                    elif y is MISSING:
+                        _one_sided(elem, x, p, c.removed)
+                    elif not _same(x, y):
+                        _diff(elem, x, y, p, c, None)
     if leaf:
         if lhs is MISSING:
             c.added.add(path)

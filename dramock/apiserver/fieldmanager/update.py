@@ -21,10 +21,10 @@ from .managed_fields import (
     _unix,
     _without_managed_fields,
 )
-from .objects import _ignored, _meta, _with_zero, _zero_object
+from .objects import _frozen_ignored, _meta, _shared_zero_object, _with_zero
 from .paths import FieldSet
 from .schema import _root
-from .typed import _changes, _comparison, _ignored_trie
+from .typed import _changes, _comparison, _frozen_ignored_trie, _ignored_trie
 from .values import Obj
 
 MAX_UPDATE_MANAGERS = 10  # managedfields DefaultMaxUpdateManagers
@@ -111,18 +111,20 @@ def _record_changes(root: defs.Schema, live: Obj, new: Obj, managed: Managed, me
                     ignored: FieldSet) -> Managed:
     """_record_update in one walk: the comparison skips the ignored subtrees instead of computing then dropping
     them, and reports whole added (a create's) or removed subtrees without comparing them against nothing."""
-    c = _changes(root, live, new, _ignored_trie(ignored))
+    trie = _frozen_ignored_trie(ignored) if isinstance(ignored, frozenset) else _ignored_trie(ignored)
+    c = _changes(root, live, new, trie)
     changed = c.modified | c.added
     removed = c.removed
     out: Managed = {}
     for ident, e in managed.items():
         rest = e.fields - changed - removed
         if rest:
-            out[ident] = replace(e, fields=rest)
+            out[ident] = _Entry(e.manager, e.operation, e.api_version, e.subresource, rest, e.time)
     current = (changed - removed if removed else changed) - STRIPPED
     if current:
         prev = out.get(me.ident)
-        out[me.ident] = replace(me, fields=current | prev.fields if prev else current, time=now)
+        out[me.ident] = _Entry(me.manager, me.operation, me.api_version, me.subresource,
+                               current | prev.fields if prev else current, now)
     return out
 
 
@@ -153,9 +155,11 @@ def _track(old: Obj | None, new: Obj, manager: str, api_version: str, definition
         # skipNonAppliedManager: an existing object that is not tracked stays untracked on update.
         return result
     root = _root(definition)
-    zero = _zero_object(definition, api_version)
-    live = _with_zero(_without_managed_fields(old, copy=False), zero) if old is not None else zero
+    # Both sides are only read: they share the zero object's values (and everything else with old and new).
+    zero = _shared_zero_object(definition, api_version)
+    live = _with_zero(_without_managed_fields(old, copy=False), zero, share=True) if old is not None else zero
     me = _Entry(manager or "unknown", "Update", api_version, subresource, set())
-    managed = record(root, live, _with_zero(result, zero), managed, me, now, _ignored(reset_fields))
+    ignored = _frozen_ignored(tuple(reset_fields))
+    managed = record(root, live, _with_zero(result, zero, share=True), managed, me, now, ignored)
     _store_managed(result, _cap_update_managers(managed))
     return result
