@@ -213,7 +213,8 @@ def _diff(prop: defs.Schema, lhs: Any, rhs: Any, path: Path, c: _Comparison, ign
     """_compare without what lies under the ignored paths (`ign`, below `path`): the same result as
     _compare then _Comparison.excluding, in one walk that skips what would be dropped.
 
-    Children present on one side only, or the same on both, are settled in the parent's loop."""
+    Children present on one side only, or the same on both, are settled in the parent's loop (_deduce,
+    _as_map/_as_list and _child are spelled out inline: this runs for every container of every write)."""
     if lhs is MISSING:
         if ign is None and rhs is not MISSING and path:
             _one_sided(prop, rhs, path, c.added)
@@ -224,13 +225,21 @@ def _diff(prop: defs.Schema, lhs: Any, rhs: Any, path: Path, c: _Comparison, ign
             return
     elif _same(lhs, rhs):
         return
-    t = _deduce(prop, rhs if rhs is not MISSING else lhs)
+    t = _type_of(prop)
+    if t.kind == "untyped":
+        t = _deduce(prop, rhs if rhs is not MISSING else lhs)
+    kind = t.kind
     leaf = True
-    if _granular_map(t):
-        lm, rm = _as_map(lhs), _as_map(rhs)
+    if (kind == "struct" or kind == "map") and not t.atomic:
+        lm = lhs if isinstance(lhs, dict) else {} if lhs is MISSING or lhs is None else _BAD
+        rm = rhs if isinstance(rhs, dict) else {} if rhs is MISSING or rhs is None else _BAD
         if lm is not _BAD and rm is not _BAD and (lm or rm):
             leaf = False
-            for k in list(lm) + [k for k in rm if k not in lm]:
+            fields = t.fields if kind == "struct" else None
+            elem = t.elem or UNTYPED
+            added, removed = c.added, c.removed
+            keys = rm if not lm else lm if not rm else list(lm) + [k for k in rm if k not in lm]
+            for k in keys:
                 sub = None
                 if ign is not None and k in ign:
                     sub = ign[k]
@@ -239,16 +248,23 @@ def _diff(prop: defs.Schema, lhs: Any, rhs: Any, path: Path, c: _Comparison, ign
                 x, y, p = lm.get(k, MISSING), rm.get(k, MISSING), path + (("f", k),)
                 if sub is None:
                     if x is MISSING:
-                        _one_sided(_child(t, k), y, p, c.added)
+                        if y and isinstance(y, (dict, list)):
+                            _all_paths(elem if fields is None else fields.get(k, UNTYPED), y, p, added)
+                        else:
+                            added.add(p)
                         continue
                     if y is MISSING:
-                        _one_sided(_child(t, k), x, p, c.removed)
+                        if x and isinstance(x, (dict, list)):
+                            _all_paths(elem if fields is None else fields.get(k, UNTYPED), x, p, removed)
+                        else:
+                            removed.add(p)
                         continue
                     if _same(x, y):
                         continue
-                _diff(_child(t, k), x, y, p, c, sub)
-    elif _granular_list(t):
-        ll, rl = _as_list(lhs), _as_list(rhs)
+                _diff(elem if fields is None else fields.get(k, UNTYPED), x, y, p, c, sub)
+    elif kind == "list" and t.rel != "atomic":
+        ll = lhs if isinstance(lhs, list) else [] if lhs is MISSING or lhs is None else _BAD
+        rl = rhs if isinstance(rhs, list) else [] if rhs is MISSING or rhs is None else _BAD
         if ll is not _BAD and rl is not _BAD and (ll or rl):
             li, ri = _index_items(t, ll), _index_items(t, rl)
             if li is not None and ri is not None:
