@@ -10,7 +10,7 @@ from typing import Any
 from dramock.jsonvalue import clone
 from dramock.schemas import defs
 
-from .paths import FieldSet, _path
+from .paths import FieldSet, Path, _path
 from .schema import _type_of
 from .values import Obj
 
@@ -110,7 +110,7 @@ def _ignored(reset_fields: Iterable[str]) -> FieldSet:
 
 
 @functools.lru_cache(maxsize=64)
-def _frozen_ignored(reset_fields: tuple[str, ...]) -> frozenset:
+def _frozen_ignored(reset_fields: tuple[str, ...]) -> frozenset[Path]:
     """_ignored, remembered: every write of a kind passes the same reset fields."""
     return frozenset(_ignored(reset_fields))
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,7 +98,7 @@ class _Comparison:
     modified: FieldSet = field(default_factory=set)
     removed: FieldSet = field(default_factory=set)
 
-    def excluding(self, ignored: FieldSet) -> _Comparison:
+    def excluding(self, ignored: AbstractSet[Path]) -> _Comparison:
         return _Comparison(_recursive_difference(self.added, ignored),
                            _recursive_difference(self.modified, ignored),
                            _recursive_difference(self.removed, ignored))
@@ -141,7 +143,7 @@ def _compare(prop: defs.Schema, lhs: Any, rhs: Any, path: Path, c: _Comparison) 
 Ignored = dict
 
 
-def _ignored_trie(paths: FieldSet) -> Ignored | None:
+def _ignored_trie(paths: Iterable[Path]) -> Ignored | None:
     """The trie of a set of ignored paths (all field names, as reset fields are); None for none."""
     trie: Ignored = {}
     for p in sorted(paths, key=len):  # shorter first: an ignored field covers everything below it
@@ -159,7 +161,7 @@ def _ignored_trie(paths: FieldSet) -> Ignored | None:
 
 
 @functools.lru_cache(maxsize=64)
-def _frozen_ignored_trie(paths: frozenset) -> Ignored | None:
+def _frozen_ignored_trie(paths: frozenset[Path]) -> Ignored | None:
     """_ignored_trie, remembered (callers only read it)."""
     return _ignored_trie(paths)
 

@@ -4,6 +4,7 @@ entry the writer gains, and the cap on the number of update managers."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from typing import Any
 
@@ -22,7 +23,7 @@ from .managed_fields import (
     _without_managed_fields,
 )
 from .objects import _frozen_ignored, _meta, _shared_zero_object, _with_zero
-from .paths import FieldSet
+from .paths import Path
 from .schema import _root
 from .typed import _changes, _comparison, _frozen_ignored_trie, _ignored_trie
 from .values import Obj
@@ -83,7 +84,7 @@ def _cap_update_managers(managed: Managed) -> Managed:
 
 
 def _record_update(root: defs.Schema, live: Obj, new: Obj, managed: Managed, me: _Entry, now: str,
-                   ignored: FieldSet) -> Managed:
+                   ignored: AbstractSet[Path]) -> Managed:
     """An Update by `me`: it gains what changed; others lose what changed and everyone loses removals.
 
     As upstream, the change set is computed for a temporary "current-operation" manager and merged
@@ -108,7 +109,7 @@ def _record_update(root: defs.Schema, live: Obj, new: Obj, managed: Managed, me:
 
 
 def _record_changes(root: defs.Schema, live: Obj, new: Obj, managed: Managed, me: _Entry, now: str,
-                    ignored: FieldSet) -> Managed:
+                    ignored: AbstractSet[Path]) -> Managed:
     """_record_update in one walk: the comparison skips the ignored subtrees instead of computing then dropping
     them, and reports whole added (a create's) or removed subtrees without comparing them against nothing."""
     trie = _frozen_ignored_trie(ignored) if isinstance(ignored, frozenset) else _ignored_trie(ignored)
@@ -128,7 +129,7 @@ def _record_changes(root: defs.Schema, live: Obj, new: Obj, managed: Managed, me
     return out
 
 
-Recorder = Callable[[defs.Schema, Obj, Obj, Managed, _Entry, str, FieldSet], Managed]
+Recorder = Callable[[defs.Schema, Obj, Obj, Managed, _Entry, str, AbstractSet[Path]], Managed]
 
 
 def track_update(old: Obj | None, new: Obj, *, manager: str, api_version: str, definition: str,
