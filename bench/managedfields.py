@@ -1,6 +1,6 @@
 """CPU per call of managedFields tracking (fieldmanager.track_update) on creates and updates.
 
-    python bench/fieldmanager.py [--number 2000] [--repeat 7]
+    python bench/managedfields.py [--number 2000] [--repeat 7]
 
 Objects are shaped as the API server hands them over (defaulted, with uid and creationTimestamp); figures are
 the best of --repeat runs of --number calls, in microseconds per call.
