@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import orjson
@@ -149,7 +150,7 @@ def _iterate(paths: Iterable[Path]) -> Iterator[Path]:
     return walk(_tree(paths), ())
 
 
-def _recursive_difference(s: FieldSet, excluded: FieldSet) -> FieldSet:
+def _recursive_difference(s: FieldSet, excluded: AbstractSet[Path]) -> FieldSet:
     """Drop every path equal to or under one of `excluded`."""
     if not excluded:
         return set(s)

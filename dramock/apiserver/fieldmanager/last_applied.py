@@ -10,7 +10,7 @@ from dramock.schemas import defs
 
 from .objects import _meta
 from .paths import FieldSet
-from .typed import _comparison, _field_set, _validate
+from .typed import _changes, _field_set, _validate
 from .values import Obj, _go_json
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -31,7 +31,7 @@ def _allowed_from_last_applied(root: defs.Schema, live: Obj, api_version: str) -
     _validate(root, last, (), errors)
     if errors:
         return None
-    c = _comparison(root, last, live)
+    c = _changes(root, last, live, None)
     return _field_set(root, last) - c.modified - c.added - c.removed
 
 

@@ -121,8 +121,9 @@ def _encode_managed(managed: Managed) -> list[Obj]:
             d["subresource"] = e.subresource
         entries.append(d)
     # sortEncodedManagedFields: Apply before Update, then oldest first, then by name.
-    entries.sort(key=lambda d: (d["operation"], _unix(d.get("time")), d.get("manager", ""), d["apiVersion"],
-                                d.get("subresource", "")))
+    if len(entries) > 1:
+        entries.sort(key=lambda d: (d["operation"], _unix(d.get("time")), d.get("manager", ""), d["apiVersion"],
+                                    d.get("subresource", "")))
     return entries
 
 

@@ -3,13 +3,14 @@ starts from and the object shaped like its Go type."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Any
 
 from dramock.jsonvalue import clone
 from dramock.schemas import defs
 
-from .paths import FieldSet, _path
+from .paths import FieldSet, Path, _path
 from .schema import _type_of
 from .values import Obj
 
@@ -82,23 +83,36 @@ def _zero_object(definition: str, api_version: str) -> Obj:
     return out
 
 
-def _with_zero(obj: Obj, zero: Obj) -> Obj:
+@functools.lru_cache(maxsize=256)
+def _shared_zero_object(definition: str, api_version: str) -> Obj:
+    """_zero_object, one per kind and version, for callers that only read it (and _with_zero(share=True))."""
+    return _zero_object(definition, api_version)
+
+
+def _with_zero(obj: Obj, zero: Obj, share: bool = False) -> Obj:
     """`obj` shaped like the Go object it stands for: fields the Go type always has are filled in.
 
     Stored objects may omit empty non-pointer structs (`status: {}`) that upstream's typed values
     always carry; comparing with them missing would report them as newly added containers.
+    The fill-ins are copies of `zero`'s values, or (share=True, for a result only read) those values.
     """
     out = dict(obj)  # the callers only read the result: copy just the dicts on the way to what is filled in
     for k, z in zero.items():
         if k not in out:
-            out[k] = clone(z)
+            out[k] = z if share else clone(z)
         elif isinstance(z, dict) and isinstance(out[k], dict):
-            out[k] = _with_zero(out[k], z)
+            out[k] = _with_zero(out[k], z, share)
     return out
 
 
 def _ignored(reset_fields: Iterable[str]) -> FieldSet:
     return {_path(p) for p in reset_fields}
+
+
+@functools.lru_cache(maxsize=64)
+def _frozen_ignored(reset_fields: tuple[str, ...]) -> frozenset[Path]:
+    """_ignored, remembered: every write of a kind passes the same reset fields."""
+    return frozenset(_ignored(reset_fields))
 
 
 def _meta(obj: Any) -> dict:

@@ -20,8 +20,17 @@ from .managed_fields import STRIPPED, Managed, _decode_managed, _Entry, _store_m
 from .objects import _gvk_string, _ignored, _kind_of, _meta, _with_zero, _zero_object
 from .paths import FieldSet, Path
 from .schema import _root
-from .typed import _comparison, _drop_nulls, _ensure_named_fields, _field_set, _merge, _remove_items, _validate
-from .update import _record_update
+from .typed import (
+    _changes,
+    _drop_nulls,
+    _ensure_named_fields,
+    _field_set,
+    _ignored_trie,
+    _merge,
+    _remove_items,
+    _validate,
+)
+from .update import _record_changes
 from .values import Obj, _same
 
 BEFORE_FIRST_APPLY = "before-first-apply"
@@ -67,7 +76,7 @@ def apply(live: Obj | None, config: Obj | str | bytes, *, manager: str, force: b
     if not managed:
         # skipNonAppliedManager: fields that predate the first apply go to "before-first-apply".
         first = _Entry(BEFORE_FIRST_APPLY, "Update", api_version, subresource, set())
-        managed = _record_update(root, zero, live_obj, {}, first, now, ignored)
+        managed = _record_changes(root, zero, live_obj, {}, first, now, ignored)
 
     me = _Entry(manager, "Apply", api_version, subresource, set())
     try:
@@ -124,7 +133,7 @@ def _apply_once(root: defs.Schema, live: Obj, config: Obj, managed: Managed, me:
     managed[me.ident] = replace(me, fields=applied, time=last.time if last else None)
     new = _prune(root, merged, managed, last.fields if last else set())
 
-    seen = _comparison(root, live, new).excluding(ignored)
+    seen = _changes(root, live, new, _ignored_trie(ignored))
     changed = seen.modified | seen.added
     conflicts: list[tuple[_Entry, Path]] = []
     for ident in sorted(managed):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,6 +14,7 @@ from .fieldset import _recursive_difference
 from .paths import FieldSet, Path, PathElement, _f, _pe_str, path_string
 from .schema import (
     _BAD,
+    _DEDUCED_MAP,
     MISSING,
     UNTYPED,
     _as_list,
@@ -94,7 +98,7 @@ class _Comparison:
     modified: FieldSet = field(default_factory=set)
     removed: FieldSet = field(default_factory=set)
 
-    def excluding(self, ignored: FieldSet) -> _Comparison:
+    def excluding(self, ignored: AbstractSet[Path]) -> _Comparison:
         return _Comparison(_recursive_difference(self.added, ignored),
                            _recursive_difference(self.modified, ignored),
                            _recursive_difference(self.removed, ignored))
@@ -132,6 +136,170 @@ def _compare(prop: defs.Schema, lhs: Any, rhs: Any, path: Path, c: _Comparison) 
             c.added.add(path)
         elif rhs is MISSING:
             c.removed.add(path)
+
+
+# Ignored paths (reset fields) as a trie of field names: a name maps to True when everything from there down
+# is ignored, else to the trie of what is ignored below it.
+Ignored = dict
+
+
+def _ignored_trie(paths: Iterable[Path]) -> Ignored | None:
+    """The trie of a set of ignored paths (all field names, as reset fields are); None for none."""
+    trie: Ignored = {}
+    for p in sorted(paths, key=len):  # shorter first: an ignored field covers everything below it
+        node: Any = trie
+        for i, pe in enumerate(p):
+            if pe[0] != "f":
+                raise ValueError(f"ignored path {path_string(p)} is not made of field names")
+            if i == len(p) - 1:
+                node[pe[1]] = True
+                break
+            node = node.setdefault(pe[1], {})
+            if node is True:
+                break
+    return trie or None
+
+
+@functools.lru_cache(maxsize=64)
+def _frozen_ignored_trie(paths: frozenset[Path]) -> Ignored | None:
+    """_ignored_trie, remembered (callers only read it)."""
+    return _ignored_trie(paths)
+
+
+def _all_paths(prop: defs.Schema, v: Any, path: Path, out: FieldSet) -> None:
+    """What _compare reports for a subtree present on one side only: the path of every node in it.
+
+    A child that is not a non-empty dict or list is a leaf whatever its schema says (a scalar, null, an
+    empty or mistyped container): its path is added without a call.
+    """
+    t = _type_of(prop)
+    kind = t.kind
+    if kind == "untyped":
+        if isinstance(v, dict):
+            kind = "map"
+            t = _DEDUCED_MAP
+        else:
+            out.add(path)  # a deduced list is atomic, a deduced scalar a leaf
+            return
+    if kind == "struct" or kind == "map":
+        if v and not t.atomic and isinstance(v, dict):
+            fields = t.fields if kind == "struct" else None
+            elem = t.elem or UNTYPED
+            for k, x in v.items():
+                p = path + (("f", k),)
+                if x and isinstance(x, (dict, list)):
+                    _all_paths(elem if fields is None else fields.get(k, UNTYPED), x, p, out)
+                else:
+                    out.add(p)
+    elif kind == "list" and v and t.rel != "atomic" and isinstance(v, list):
+        index = _index_items(t, v)
+        if index is not None:
+            elem = t.elem
+            for pe, item in index.items():
+                p = path + (pe,)
+                if item and isinstance(item, (dict, list)):
+                    _all_paths(elem, item, p, out)
+                else:
+                    out.add(p)
+    out.add(path)
+
+
+def _one_sided(prop: defs.Schema, v: Any, path: Path, out: FieldSet) -> None:
+    if v and isinstance(v, (dict, list)):
+        _all_paths(prop, v, path, out)
+    else:
+        out.add(path)
+
+
+def _diff(prop: defs.Schema, lhs: Any, rhs: Any, path: Path, c: _Comparison, ign: Ignored | None) -> None:
+    """_compare without what lies under the ignored paths (`ign`, below `path`): the same result as
+    _compare then _Comparison.excluding, in one walk that skips what would be dropped.
+
+    Children present on one side only, or the same on both, are settled in the parent's loop (_deduce,
+    _as_map/_as_list and _child are spelled out inline: this runs for every container of every write)."""
+    if lhs is MISSING:
+        if ign is None and rhs is not MISSING and path:
+            _one_sided(prop, rhs, path, c.added)
+            return
+    elif rhs is MISSING:
+        if ign is None and path:
+            _one_sided(prop, lhs, path, c.removed)
+            return
+    elif _same(lhs, rhs):
+        return
+    t = _type_of(prop)
+    if t.kind == "untyped":
+        t = _deduce(prop, rhs if rhs is not MISSING else lhs)
+    kind = t.kind
+    leaf = True
+    if (kind == "struct" or kind == "map") and not t.atomic:
+        lm = lhs if isinstance(lhs, dict) else {} if lhs is MISSING or lhs is None else _BAD
+        rm = rhs if isinstance(rhs, dict) else {} if rhs is MISSING or rhs is None else _BAD
+        if lm is not _BAD and rm is not _BAD and (lm or rm):
+            leaf = False
+            fields = t.fields if kind == "struct" else None
+            elem = t.elem or UNTYPED
+            added, removed = c.added, c.removed
+            keys = rm if not lm else lm if not rm else list(lm) + [k for k in rm if k not in lm]
+            for k in keys:
+                sub = None
+                if ign is not None and k in ign:
+                    sub = ign[k]
+                    if sub is True:
+                        continue
+                x, y, p = lm.get(k, MISSING), rm.get(k, MISSING), path + (("f", k),)
+                if sub is None:
+                    if x is MISSING:
+                        if y and isinstance(y, (dict, list)):
+                            _all_paths(elem if fields is None else fields.get(k, UNTYPED), y, p, added)
+                        else:
+                            added.add(p)
+                        continue
+                    if y is MISSING:
+                        if x and isinstance(x, (dict, list)):
+                            _all_paths(elem if fields is None else fields.get(k, UNTYPED), x, p, removed)
+                        else:
+                            removed.add(p)
+                        continue
+                    if _same(x, y):
+                        continue
+                _diff(elem if fields is None else fields.get(k, UNTYPED), x, y, p, c, sub)
+    elif kind == "list" and t.rel != "atomic":
+        ll = lhs if isinstance(lhs, list) else [] if lhs is MISSING or lhs is None else _BAD
+        rl = rhs if isinstance(rhs, list) else [] if rhs is MISSING or rhs is None else _BAD
+        if ll is not _BAD and rl is not _BAD and (ll or rl):
+            li, ri = _index_items(t, ll), _index_items(t, rl)
+            if li is not None and ri is not None:
+                leaf = False
+                # Items are named by keys or values, never by field names: nothing below is ignored.
+                elem = t.elem
+                for pe in list(li) + [pe for pe in ri if pe not in li]:
+                    x, y, p = li.get(pe, MISSING), ri.get(pe, MISSING), path + (pe,)
+                    if x is MISSING:
+                        _one_sided(elem, y, p, c.added)
+                    elif y is MISSING:
+                        _one_sided(elem, x, p, c.removed)
+                    elif not _same(x, y):
+                        _diff(elem, x, y, p, c, None)
+    if leaf:
+        if lhs is MISSING:
+            c.added.add(path)
+        elif rhs is MISSING:
+            c.removed.add(path)
+        else:
+            c.modified.add(path)
+    elif path:
+        if lhs is MISSING:
+            c.added.add(path)
+        elif rhs is MISSING:
+            c.removed.add(path)
+
+
+def _changes(root: defs.Schema, lhs: Any, rhs: Any, ignored: Ignored | None) -> _Comparison:
+    """_comparison(root, lhs, rhs).excluding(ignored paths), computed in one walk."""
+    c = _Comparison()
+    _diff(root, lhs, rhs, (), c, ignored)
+    return c
 
 
 def _merge(prop: defs.Schema, lhs: Any, rhs: Any) -> Any:

@@ -3,7 +3,8 @@ entry the writer gains, and the cap on the number of update managers."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from typing import Any
 
@@ -21,10 +22,10 @@ from .managed_fields import (
     _unix,
     _without_managed_fields,
 )
-from .objects import _ignored, _meta, _with_zero, _zero_object
-from .paths import FieldSet
+from .objects import _frozen_ignored, _meta, _shared_zero_object, _with_zero
+from .paths import Path
 from .schema import _root
-from .typed import _comparison
+from .typed import _changes, _comparison, _frozen_ignored_trie, _ignored_trie
 from .values import Obj
 
 MAX_UPDATE_MANAGERS = 10  # managedfields DefaultMaxUpdateManagers
@@ -83,11 +84,14 @@ def _cap_update_managers(managed: Managed) -> Managed:
 
 
 def _record_update(root: defs.Schema, live: Obj, new: Obj, managed: Managed, me: _Entry, now: str,
-                   ignored: FieldSet) -> Managed:
+                   ignored: AbstractSet[Path]) -> Managed:
     """An Update by `me`: it gains what changed; others lose what changed and everyone loses removals.
 
     As upstream, the change set is computed for a temporary "current-operation" manager and merged
     into `me`'s entry, whose time moves only when this write changed something.
+
+    This is the plain statement (compare, then drop the ignored paths); track_update uses _record_changes,
+    which tests hold to the same results.
     """
     c = _comparison(root, live, new)
     seen = c.excluding(ignored)
@@ -104,6 +108,30 @@ def _record_update(root: defs.Schema, live: Obj, new: Obj, managed: Managed, me:
     return out
 
 
+def _record_changes(root: defs.Schema, live: Obj, new: Obj, managed: Managed, me: _Entry, now: str,
+                    ignored: AbstractSet[Path]) -> Managed:
+    """_record_update in one walk: the comparison skips the ignored subtrees instead of computing then dropping
+    them, and reports whole added (a create's) or removed subtrees without comparing them against nothing."""
+    trie = _frozen_ignored_trie(ignored) if isinstance(ignored, frozenset) else _ignored_trie(ignored)
+    c = _changes(root, live, new, trie)
+    changed = c.modified | c.added
+    removed = c.removed
+    out: Managed = {}
+    for ident, e in managed.items():
+        rest = e.fields - changed - removed
+        if rest:
+            out[ident] = _Entry(e.manager, e.operation, e.api_version, e.subresource, rest, e.time)
+    current = (changed - removed if removed else changed) - STRIPPED
+    if current:
+        prev = out.get(me.ident)
+        out[me.ident] = _Entry(me.manager, me.operation, me.api_version, me.subresource,
+                               current | prev.fields if prev else current, now)
+    return out
+
+
+Recorder = Callable[[defs.Schema, Obj, Obj, Managed, _Entry, str, AbstractSet[Path]], Managed]
+
+
 def track_update(old: Obj | None, new: Obj, *, manager: str, api_version: str, definition: str,
                  subresource: str = "", now: str, reset_fields: Iterable[str] = ()) -> Obj:
     """`new` with metadata.managedFields updated for a create (old None), update or patch by `manager`.
@@ -112,6 +140,11 @@ def track_update(old: Obj | None, new: Obj, *, manager: str, api_version: str, d
     dotted top-level paths the strategy resets for this endpoint ("status" on the main resource,
     "spec"/"metadata" on status), which nobody gains by writing them.
     """
+    return _track(old, new, manager, api_version, definition, subresource, now, reset_fields, _record_changes)
+
+
+def _track(old: Obj | None, new: Obj, manager: str, api_version: str, definition: str, subresource: str,
+           now: str, reset_fields: Iterable[str], record: Recorder) -> Obj:
     # Only the top level and metadata are written here (managedFields); the rest is shared with `new`.
     result = dict(new)
     if not isinstance(result.get("metadata"), dict):
@@ -123,9 +156,11 @@ def track_update(old: Obj | None, new: Obj, *, manager: str, api_version: str, d
         # skipNonAppliedManager: an existing object that is not tracked stays untracked on update.
         return result
     root = _root(definition)
-    zero = _zero_object(definition, api_version)
-    live = _with_zero(_without_managed_fields(old, copy=False), zero) if old is not None else zero
+    # Both sides are only read: they share the zero object's values (and everything else with old and new).
+    zero = _shared_zero_object(definition, api_version)
+    live = _with_zero(_without_managed_fields(old, copy=False), zero, share=True) if old is not None else zero
     me = _Entry(manager or "unknown", "Update", api_version, subresource, set())
-    managed = _record_update(root, live, _with_zero(result, zero), managed, me, now, _ignored(reset_fields))
+    ignored = _frozen_ignored(tuple(reset_fields))
+    managed = record(root, live, _with_zero(result, zero, share=True), managed, me, now, ignored)
     _store_managed(result, _cap_update_managers(managed))
     return result

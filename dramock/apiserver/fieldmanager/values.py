@@ -57,6 +57,8 @@ def _same(a: Any, b: Any) -> bool:
     it rules out a difference; the same JSON text (types and order included) rules out a bool/number pair."""
     if a is b:
         return True
+    if type(a) is str:  # the commonest leaf: only another string can equal it
+        return type(b) is str and a == b
     if a != b:
         return False
     try:
