@@ -67,6 +67,8 @@ def _validate_c_identifier(ident: str, path: str) -> list[Cause]:
 
 def validate_qualified_name(name: str, path: str) -> list[Cause]:
     """Attribute and capacity names: a C identifier, optionally prefixed with a domain and `/`."""
+    if len(name) <= DEVICE_MAX_ID_LENGTH and not is_c_identifier(name):  # the usual name: a valid bare one
+        return []
     parts = name.split("/")
     errs: list[Cause] = []
     if len(parts) == 1:
