@@ -21,7 +21,7 @@ _QUALIFIED_NAME_RE = re.compile(_QUALIFIED_NAME_FMT)
 _LABEL_VALUE_FMT = "(" + _QUALIFIED_NAME_FMT + ")?"
 _LABEL_VALUE_RE = re.compile(_LABEL_VALUE_FMT)
 _C_IDENTIFIER_FMT = "[A-Za-z_][A-Za-z0-9_]*"
-_C_IDENTIFIER_RE = re.compile(_C_IDENTIFIER_FMT)
+_C_IDENTIFIER_RE = C_IDENTIFIER_RE = re.compile(_C_IDENTIFIER_FMT)
 
 
 def regex_error(msg: str, fmt: str, *examples: str) -> str:
