@@ -326,7 +326,14 @@ def _compile_walker(schema: defs.Schema) -> Walker:
     def generic(value: Any, path: str, report: DecodeReport, owner: str) -> Any:
         return _walk(value, schema, path, report, owner)
 
-    if n.special or n.one_of is not None:
+    if n.special == "quantity":
+        return lambda value, path, report, owner: _quantity(value, report)
+    if n.special == "time" or n.special == "micro":
+        micro = n.special == "micro"
+        return lambda value, path, report, owner: _timestamp(value, micro, report)
+    if n.special == "raw":
+        return lambda value, path, report, owner: value
+    if n.one_of is not None:
         return generic
     if n.props is not None:
         return _struct_walker(schema, n, generic)
@@ -339,24 +346,28 @@ def _compile_walker(schema: defs.Schema) -> Walker:
 
 def _struct_walker(schema: defs.Schema, n: _Node, generic: Walker) -> Walker:
     props = n.props or {}
-    cell: list[dict[str, _Child]] = []  # filled on first use (the definitions refer to themselves), whole
+    fields: dict[str, _Child] | None = None  # made on first use (the definitions refer to themselves), whole
     dict_ok = not n.types or "object" in n.types
     preserve, struct_owner, required = n.preserve, n.owner, n.required
 
     def walk(value: Any, path: str, report: DecodeReport, owner: str) -> Any:
+        nonlocal fields
         if type(value) is not dict or not dict_ok:
             return generic(value, path, report, owner)
-        if not cell:
-            cell.append({k: _child(v, k in required) for k, v in props.items()})
-        fields = cell[0]
+        if fields is None:
+            fields = {k: _child(v, k in required) for k, v in props.items()}
         if struct_owner is not None:  # a nested struct: Go names fields below it after this struct
             owner = struct_owner
-        for key, v in list(value.items()):
+        gone: list[str] | None = None  # keys to delete once the iteration is over
+        for key, v in value.items():
             c = fields.get(key)
             if c is None:
                 if not preserve:
                     report.unknown.append(f"{path}.{key}" if path else key)
-                    del value[key]
+                    if gone is None:
+                        gone = [key]
+                    else:
+                        gone.append(key)
                 continue
             t = type(v)
             if t in c.leaf:
@@ -366,10 +377,16 @@ def _struct_walker(schema: defs.Schema, n: _Node, generic: Walker) -> Walker:
                 # Go leaves the field at its zero value: one that is always encoded (no omitempty, which
                 # the schema lists as required) comes back as that zero, the others as if absent.
                 if not c.required:
-                    del value[key]
+                    if gone is None:
+                        gone = [key]
+                    else:
+                        gone.append(key)
                     continue
                 v = _zero(c.schema)
-            value[key] = c.walk(v, f"{path}.{key}" if path else key, report, owner)
+            value[key] = c.walk(v, f"{path}.{key}" if path else key, report, owner)  # (no key is added)
+        if gone is not None:
+            for key in gone:
+                del value[key]
         return value
 
     return walk
@@ -387,7 +404,7 @@ def _map_walker(n: _Node, generic: Walker) -> Walker:
             cell.append(_child(add, False))
         c = cell[0]
         leaf, rng, cwalk = c.leaf, c.int_range, c.walk
-        for key, v in list(value.items()):
+        for key, v in value.items():  # values are replaced, no key is added or removed
             t = type(v)
             if t in leaf:
                 if t is not int or rng is None or rng[0] <= v <= rng[1]:
