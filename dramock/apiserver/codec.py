@@ -116,9 +116,9 @@ def check_object(obj: Any, dups: list[str], kind: Kind, field_validation: str,
                                  else "Object 'Kind' is missing in 'null'")
     check_type_meta(obj, kind, fill=fill_type_meta)
     report = check_types(obj, definition or kind.definition, kind.kind, kind.version)
-    problems = [f'duplicate field "{p}"' for p in dups] + [f'unknown field "{p}"' for p in report.unknown]
     warnings: list[str] = []
-    if problems:
+    if dups or report.unknown:
+        problems = [f'duplicate field "{p}"' for p in dups] + [f'unknown field "{p}"' for p in report.unknown]
         if field_validation == "Strict":
             raise errors.bad_request(
                 f'{kind.kind} in version "{kind.version}" cannot be handled as a {kind.kind}: '
