@@ -653,3 +653,47 @@ def test_fields_survive_restart_with_gate_off(tmp_path: Any) -> None:
                 assert not _row_uses(e, out), (e.path, j, out)
     finally:
         stop(server)
+
+
+def _every_gated_field(kind: str) -> Obj:
+    obj = BASES[kind]()
+    for path in sorted((p for r in gatedfields.rows(kind) for p in r.paths), key=len):  # parents first
+        put(kind, obj, path)
+    return obj
+
+
+@pytest.mark.parametrize("kind", sorted({row.kind for row in TABLE}))
+def test_create_drops_what_removing_each_path_in_turn_drops(kind: str) -> None:
+    """On a create all disabled rows' paths are removed in one walk: the result is that of removing them one
+    by one, row by row (lists doubled, so that every element is visited)."""
+    def doubled(value: Any) -> Any:
+        if isinstance(value, list):
+            return [doubled(v) for v in value] + [doubled(v) for v in value]
+        if isinstance(value, dict):
+            return {k: doubled(v) for k, v in value.items()}
+        return value
+    everything = doubled(_every_gated_field(kind))
+    for gates in (FeatureGates({g: False for g in GATES}), FeatureGates()):
+        want = copy.deepcopy(everything)
+        for row in gatedfields.rows(kind):
+            if not all(gates.enabled(g) for g in row.gates):
+                for path in row.paths:  # every dict holding the field, then out of each
+                    steps = gatedfields.compile_path(kind, path).steps  # type: ignore[attr-defined]
+                    for parent in list(generic._parents(want, steps)):
+                        parent.pop(steps[-1][0], None)
+        got = copy.deepcopy(everything)
+        drop_disabled_fields(kind, got, None, gates)
+        assert got == want
+        assert want != everything or gates.overrides == {}
+
+
+def test_changed_gates_are_seen_on_the_next_drop() -> None:
+    rows = gatedfields.rows("ResourceSlice")
+    row = rows[0]
+    gates = on(row)
+    kept = put("ResourceSlice", rslice(), row.paths[0])
+    generic.drop_disabled_fields(rows, kept, None, gates)
+    assert uses("ResourceSlice", kept, row.paths[0])
+    gates.overrides[row.gates[0]] = False
+    generic.drop_disabled_fields(rows, kept, None, gates)
+    assert not uses("ResourceSlice", kept, row.paths[0])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -115,9 +116,9 @@ def check_object(obj: Any, dups: list[str], kind: Kind, field_validation: str,
                                  else "Object 'Kind' is missing in 'null'")
     check_type_meta(obj, kind, fill=fill_type_meta)
     report = check_types(obj, definition or kind.definition, kind.kind, kind.version)
-    problems = [f'duplicate field "{p}"' for p in dups] + [f'unknown field "{p}"' for p in report.unknown]
     warnings: list[str] = []
-    if problems:
+    if dups or report.unknown:
+        problems = [f'duplicate field "{p}"' for p in dups] + [f'unknown field "{p}"' for p in report.unknown]
         if field_validation == "Strict":
             raise errors.bad_request(
                 f'{kind.kind} in version "{kind.version}" cannot be handled as a {kind.kind}: '
@@ -148,7 +149,7 @@ def check_type_meta(obj: Obj, kind: Kind, fill: bool = True) -> None:
         raise errors.bad_request(f"Object 'Kind' is missing in '{_summary(json.dumps(obj).encode(), 100)}'")
     if av:
         group, _, version = av.rpartition("/")
-        if (group, version) not in known_group_versions():
+        if (group, version) not in _known_group_versions():
             raise errors.bad_request(
                 f'{k or kind.kind} in version "{version}" cannot be handled as a {kind.kind}: no kind '
                 f'"{k or kind.kind}" is registered for version "{av}" in scheme "pkg/api/legacyscheme/scheme.go:30"')
@@ -162,6 +163,11 @@ def check_type_meta(obj: Obj, kind: Kind, fill: bool = True) -> None:
                                  f"version ({kind.api_version})")
     if fill:
         obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
+
+
+@functools.cache
+def _known_group_versions() -> frozenset[tuple[str, str]]:
+    return frozenset(known_group_versions())  # fixed by the kinds this package defines
 
 
 # ---- response negotiation ----

@@ -105,11 +105,7 @@ def _parents(obj: Any, steps: tuple[tuple[str, bool], ...]) -> Iterator[dict]:
     return (n for n in nodes if isinstance(n, dict))
 
 
-def uses(root: str, obj: dict | None, path: str) -> bool:
-    """Whether `obj` (of definition `root`) sets the field at `path` (upstream's *FeatureInUse test for it)."""
-    if obj is None:
-        return False
-    p = compile_path(root, path)
+def _uses(obj: dict, p: _Path) -> bool:
     name = p.steps[-1][0]
     for parent in _parents(obj, p.steps):
         value = parent.get(name)
@@ -121,20 +117,124 @@ def uses(root: str, obj: dict | None, path: str) -> bool:
     return False
 
 
+def _remove(node: Any, steps: tuple[tuple[str, bool], ...], i: int) -> None:
+    """Remove the path's last field below `node` (the value reached after steps[:i]), in _parents' order."""
+    last = len(steps) - 1
+    while i < last:
+        if not isinstance(node, dict):
+            return
+        name, star = steps[i]
+        node = node.get(name)
+        if node is None:
+            return
+        i += 1
+        if star:
+            if isinstance(node, dict):
+                node = list(node.values())
+            elif not isinstance(node, list):
+                return
+            for element in node:
+                _remove(element, steps, i)
+            return
+    if isinstance(node, dict):
+        node.pop(steps[last][0], None)
+
+
+def uses(root: str, obj: dict | None, path: str) -> bool:
+    """Whether `obj` (of definition `root`) sets the field at `path` (upstream's *FeatureInUse test for it)."""
+    if obj is None:
+        return False
+    return _uses(obj, compile_path(root, path))
+
+
 def remove(root: str, obj: dict, path: str) -> None:
-    p = compile_path(root, path)
-    name = p.steps[-1][0]
-    for parent in _parents(obj, p.steps):
-        parent.pop(name, None)
+    _remove(obj, compile_path(root, path).steps, 0)
+
+
+@dataclass(frozen=True)
+class _Row:
+    gates: tuple[str, ...]
+    paths: tuple[_Path, ...]
+    in_use: tuple[_Path, ...]
+
+
+class _Plan:
+    """One kind's rows with their paths resolved, and which rows the gates last seen disable."""
+
+    def __init__(self, rows: tuple[GatedFields, ...]):
+        self.rows = rows
+        self.compiled = tuple(_Row(row.gates, tuple(compile_path(row.root, p) for p in row.paths),
+                                   tuple(compile_path(row.root, p) for p in row.in_use_paths)) for row in rows)
+        self.seen: tuple[FeatureGates, dict[str, bool], tuple[_Row, ...], _Trie] | None = None
+
+    def disabled(self, gates: FeatureGates) -> tuple[tuple[_Row, ...], _Trie]:
+        """The rows the gates disable, and all their paths merged into one trie (for a create)."""
+        seen = self.seen
+        if seen is None or seen[0] is not gates or seen[1] != gates.overrides:
+            off = tuple(row for row in self.compiled if not all(gates.enabled(g) for g in row.gates))
+            seen = self.seen = (gates, dict(gates.overrides), off, _trie([p for row in off for p in row.paths]))
+        return seen[2], seen[3]
+
+
+# The paths of several rows as one tree of steps: (fields removed here, (field, iterate, subtree) to descend).
+_Trie = tuple[tuple[str, ...], tuple[tuple[str, bool, "_Trie"], ...]]
+
+
+def _trie(paths: list[_Path]) -> _Trie:
+    drops: dict[str, None] = {}
+    below: dict[tuple[str, bool], list[_Path]] = {}
+    for p in paths:
+        if len(p.steps) == 1:
+            drops[p.steps[0][0]] = None
+        else:
+            below.setdefault(p.steps[0], []).append(_Path(p.steps[1:], p.collection))
+    return tuple(drops), tuple((name, star, _trie(sub)) for (name, star), sub in below.items())
+
+
+def _remove_all(node: Any, trie: _Trie) -> None:
+    """Remove every path of `trie` below `node`: on a tree, what removing them one after another leaves."""
+    if not isinstance(node, dict):
+        return
+    drops, children = trie
+    for name, star, sub in children:
+        value = node.get(name)
+        if value is None:
+            continue
+        if not star:
+            _remove_all(value, sub)
+        elif isinstance(value, list):
+            for element in value:
+                _remove_all(element, sub)
+        elif isinstance(value, dict):
+            for element in value.values():
+                _remove_all(element, sub)
+    for name in drops:
+        node.pop(name, None)
+
+
+_PLANS: dict[int, _Plan] = {}
+
+
+def _plan(rows: Iterable[GatedFields]) -> _Plan:
+    if not isinstance(rows, tuple):
+        return _Plan(tuple(rows))
+    plan = _PLANS.get(id(rows))
+    if plan is None or plan.rows is not rows:  # the plan holds `rows`, so its id is not reused meanwhile
+        if len(_PLANS) >= 256:
+            _PLANS.clear()
+        plan = _PLANS[id(rows)] = _Plan(rows)
+    return plan
 
 
 def drop_disabled_fields(rows: Iterable[GatedFields], new: dict, old: dict | None, gates: FeatureGates) -> None:
     """Remove from `new` (in place) the fields of every disabled gate of `rows` (one kind's rules) that `old`
     (None on create) does not already use."""
-    for row in rows:
-        if all(gates.enabled(g) for g in row.gates):
+    off, trie = _plan(rows).disabled(gates)
+    if old is None:  # a new object is a tree: the order of removal makes no difference
+        _remove_all(new, trie)
+        return
+    for row in off:  # on an update `new` may share values with `old`: in order, as each row is decided
+        if any(_uses(old, p) for p in row.in_use):
             continue
-        if old is not None and any(uses(row.root, old, p) for p in row.in_use_paths):
-            continue
-        for path in row.paths:
-            remove(row.root, new, path)
+        for p in row.paths:
+            _remove(new, p.steps, 0)

@@ -7,6 +7,7 @@ values of the wrong JSON type are decode errors (400), exactly where client-go's
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -27,7 +28,10 @@ class DecodeReport:
 def check(obj: dict[str, Any], definition: str) -> DecodeReport:
     """Walk `obj` against `definition`, removing unknown fields in place and reporting them."""
     report = DecodeReport()
-    _walk(obj, defs.definition(definition), "", report, definition.rsplit(".", 1)[-1])
+    root = _ROOTS.get(definition)
+    if root is None:
+        root = _ROOTS[definition] = (_walker(defs.definition(definition)), definition.rsplit(".", 1)[-1])
+    root[0](obj, "", report, root[1])
     return report
 
 
@@ -104,15 +108,29 @@ _QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _QUANTITY_SYNTAX = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 
 
+# Canonical forms of quantity strings already seen (bodies repeat the same few); emptied when full.
+_CANONICAL: dict[str, str] = {}
+_CANONICAL_MAX = 4096
+
+
 def _quantity(value: Any, report: DecodeReport) -> Any:
     """Re-render a quantity as Go's resource.Quantity marshals it (canonical form, e.g. 1024Mi -> 1Gi)."""
     if value is None:
         return None
+    if type(value) is str:
+        hit = _CANONICAL.get(value)
+        if hit is not None:
+            return hit
     q = quantity.parse_or_none(value)
     if q is None:
         report.type_errors.append(_QUANTITY_SYNTAX)
         return value
-    return str(q)
+    text = str(q)
+    if type(value) is str:
+        if len(_CANONICAL) >= _CANONICAL_MAX:
+            _CANONICAL.clear()
+        _CANONICAL[value] = text
+    return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +264,182 @@ def _walk(value: Any, schema: defs.Schema, path: str, report: DecodeReport, owne
                 v = _zero(items)  # Go decodes a null element to the element type's zero value
             value[i] = _walk(v, items, f"{path}[{i}]", report, owner)
     return value
+
+
+# ---- compiled walkers: _walk's result, with each schema node's dispatch worked out once ----
+#
+# A walker is `(value, path, report, owner) -> value` for one schema node. Struct, map and list walkers
+# handle the shapes orjson produces (exact dicts, lists, strs, ints, ...) themselves: a leaf field whose
+# value has a type the field admits is left as it is without a call, and child paths are only formatted
+# for children that are walked. Anything else (null, a wrong type, timestamps, quantities, oneOf) goes
+# to _walk for that value, so every report and normalization is _walk's own.
+
+Walker = Callable[[Any, str, DecodeReport, str], Any]
+
+_WALKERS: dict[int, tuple[defs.Schema, Walker]] = {}
+_ROOTS: dict[str, tuple[Walker, str]] = {}
+
+_PY_TYPES = {"string": (str,), "boolean": (bool,), "number": (int, float), "integer": (int,),
+             "object": (dict,), "array": (list,)}
+
+
+@dataclass(frozen=True, slots=True)
+class _Child:
+    """A field's (or a map value's, or a list element's) schema as the parent's walker needs it."""
+    schema: defs.Schema
+    leaf: frozenset[type]  # value types returned as they are, with no report (ints: within int_range)
+    int_range: tuple[int, int] | None  # the range an int leaf must be in (integer fields)
+    walk: Walker
+    keeps_null: bool
+    required: bool
+
+
+def _walker(schema: defs.Schema) -> Walker:
+    hit = _WALKERS.get(id(schema))
+    if hit is None or hit[0] is not schema:
+        hit = _WALKERS[id(schema)] = (schema, _compile_walker(schema))
+    return hit[1]
+
+
+def _leaf_types(n: _Node) -> tuple[frozenset[type], tuple[int, int] | None]:
+    """The value types a node returns unchanged and unreported without walking into them."""
+    if n.special or n.one_of is not None:
+        return frozenset(), None
+    walks_into = n.props is not None or n.add is not None or n.items is not None
+    if not n.types:
+        return (frozenset() if walks_into else frozenset({str, bool, int, float, dict, list})), None
+    leaf = {t for name in n.types for t in _PY_TYPES.get(name, ())}
+    if walks_into:
+        leaf -= {dict, list}
+    return frozenset(leaf), (n.int_range if "integer" in n.types else None)
+
+
+def _child(schema: defs.Schema, required: bool) -> _Child:
+    n = _node(schema)
+    leaf, int_range = _leaf_types(n)
+    return _Child(schema, leaf, int_range, _walker(schema), n.keeps_null, required)
+
+
+def _compile_walker(schema: defs.Schema) -> Walker:
+    n = _node(schema)
+
+    def generic(value: Any, path: str, report: DecodeReport, owner: str) -> Any:
+        return _walk(value, schema, path, report, owner)
+
+    if n.special == "quantity":
+        return lambda value, path, report, owner: _quantity(value, report)
+    if n.special == "time" or n.special == "micro":
+        micro = n.special == "micro"
+        return lambda value, path, report, owner: _timestamp(value, micro, report)
+    if n.special == "raw":
+        return lambda value, path, report, owner: value
+    if n.one_of is not None:
+        return generic
+    if n.props is not None:
+        return _struct_walker(schema, n, generic)
+    if n.add is not None:
+        return _map_walker(n, generic)
+    if n.items is not None:
+        return _list_walker(n, generic)
+    return generic
+
+
+def _struct_walker(schema: defs.Schema, n: _Node, generic: Walker) -> Walker:
+    props = n.props or {}
+    fields: dict[str, _Child] | None = None  # made on first use (the definitions refer to themselves), whole
+    dict_ok = not n.types or "object" in n.types
+    preserve, struct_owner, required = n.preserve, n.owner, n.required
+
+    def walk(value: Any, path: str, report: DecodeReport, owner: str) -> Any:
+        nonlocal fields
+        if type(value) is not dict or not dict_ok:
+            return generic(value, path, report, owner)
+        if fields is None:
+            fields = {k: _child(v, k in required) for k, v in props.items()}
+        if struct_owner is not None:  # a nested struct: Go names fields below it after this struct
+            owner = struct_owner
+        gone: list[str] | None = None  # keys to delete once the iteration is over
+        for key, v in value.items():
+            c = fields.get(key)
+            if c is None:
+                if not preserve:
+                    report.unknown.append(f"{path}.{key}" if path else key)
+                    if gone is None:
+                        gone = [key]
+                    else:
+                        gone.append(key)
+                continue
+            t = type(v)
+            if t in c.leaf:
+                if t is not int or c.int_range is None or c.int_range[0] <= v <= c.int_range[1]:
+                    continue
+            elif v is None and not c.keeps_null:
+                # Go leaves the field at its zero value: one that is always encoded (no omitempty, which
+                # the schema lists as required) comes back as that zero, the others as if absent.
+                if not c.required:
+                    if gone is None:
+                        gone = [key]
+                    else:
+                        gone.append(key)
+                    continue
+                v = _zero(c.schema)
+            value[key] = c.walk(v, f"{path}.{key}" if path else key, report, owner)  # (no key is added)
+        if gone is not None:
+            for key in gone:
+                del value[key]
+        return value
+
+    return walk
+
+
+def _map_walker(n: _Node, generic: Walker) -> Walker:
+    add = n.add or {}
+    dict_ok = not n.types or "object" in n.types
+    cell: list[_Child] = []
+
+    def walk(value: Any, path: str, report: DecodeReport, owner: str) -> Any:
+        if type(value) is not dict or not dict_ok:
+            return generic(value, path, report, owner)
+        if not cell:
+            cell.append(_child(add, False))
+        c = cell[0]
+        leaf, rng, cwalk = c.leaf, c.int_range, c.walk
+        for key, v in value.items():  # values are replaced, no key is added or removed
+            t = type(v)
+            if t in leaf:
+                if t is not int or rng is None or rng[0] <= v <= rng[1]:
+                    continue
+            elif v is None and not c.keeps_null:
+                v = _zero(add)
+            value[key] = cwalk(v, f"{path}[{key}]", report, owner)
+        return value
+
+    return walk
+
+
+def _list_walker(n: _Node, generic: Walker) -> Walker:
+    items = n.items or {}
+    list_ok = not n.types or "array" in n.types
+    cell: list[_Child] = []
+
+    def walk(value: Any, path: str, report: DecodeReport, owner: str) -> Any:
+        if type(value) is not list or not list_ok:
+            return generic(value, path, report, owner)
+        if not cell:
+            cell.append(_child(items, False))
+        c = cell[0]
+        leaf, rng, cwalk = c.leaf, c.int_range, c.walk
+        for i, v in enumerate(value):
+            t = type(v)
+            if t in leaf:
+                if t is not int or rng is None or rng[0] <= v <= rng[1]:
+                    continue
+            elif v is None and not c.keeps_null:
+                v = _zero(items)  # Go decodes a null element to the element type's zero value
+            value[i] = cwalk(v, f"{path}[{i}]", report, owner)
+        return value
+
+    return walk
 
 
 def _keeps_null(schema: defs.Schema) -> bool:

@@ -21,7 +21,7 @@ _QUALIFIED_NAME_RE = re.compile(_QUALIFIED_NAME_FMT)
 _LABEL_VALUE_FMT = "(" + _QUALIFIED_NAME_FMT + ")?"
 _LABEL_VALUE_RE = re.compile(_LABEL_VALUE_FMT)
 _C_IDENTIFIER_FMT = "[A-Za-z_][A-Za-z0-9_]*"
-_C_IDENTIFIER_RE = re.compile(_C_IDENTIFIER_FMT)
+_C_IDENTIFIER_RE = C_IDENTIFIER_RE = re.compile(_C_IDENTIFIER_FMT)
 
 
 def regex_error(msg: str, fmt: str, *examples: str) -> str:
@@ -44,6 +44,8 @@ def full_match(regex: re.Pattern, value: str) -> bool:
 
 
 def is_dns1123_label(value: str) -> list[str]:
+    if len(value) <= 63 and _DNS1123_LABEL_RE.fullmatch(value) is not None:
+        return []
     errs = []
     if len(value) > 63:
         errs.append(max_len_error(63))
@@ -55,6 +57,8 @@ def is_dns1123_label(value: str) -> list[str]:
 
 
 def is_dns1123_subdomain(value: str) -> list[str]:
+    if len(value) <= 253 and _DNS1123_SUBDOMAIN_RE.fullmatch(value) is not None:
+        return []
     errs = []
     if len(value) > 253:
         errs.append(max_len_error(253))
@@ -70,6 +74,8 @@ _QUALIFIED_NAME_ERR = ("must consist of alphanumeric characters, '-', '_' or '.'
 
 
 def is_qualified_name(value: str) -> list[str]:
+    if len(value) <= 63 and _QUALIFIED_NAME_RE.fullmatch(value) is not None:  # no prefix, valid
+        return []
     errs: list[str] = []
     parts = value.split("/")
     if len(parts) == 1:
@@ -95,6 +101,8 @@ def is_qualified_name(value: str) -> list[str]:
 
 
 def is_label_value(value: str) -> list[str]:
+    if len(value) <= 63 and _LABEL_VALUE_RE.fullmatch(value) is not None:
+        return []
     errs = []
     if len(value) > 63:
         errs.append(max_len_error(63))
@@ -106,26 +114,34 @@ def is_label_value(value: str) -> list[str]:
 
 
 def is_c_identifier(value: str) -> list[str]:
-    if full_match(_C_IDENTIFIER_RE, value):
+    if _C_IDENTIFIER_RE.fullmatch(value) is not None:
         return []
     return [regex_error("a valid C identifier must start with alphabetic character or '_', followed by a string of "
                         "alphanumeric characters or '_'", _C_IDENTIFIER_FMT, "my_name", "MY_NAME", "MyName")]
 
 
 def validate_dns1123_label(value: str, path: str) -> list[Cause]:
+    if len(value) <= 63 and _DNS1123_LABEL_RE.fullmatch(value) is not None:
+        return []
     return [invalid_value(path, value, m) for m in is_dns1123_label(value)]
 
 
 def validate_dns1123_subdomain(value: str, path: str) -> list[Cause]:
+    if len(value) <= 253 and _DNS1123_SUBDOMAIN_RE.fullmatch(value) is not None:
+        return []
     return [invalid_value(path, value, m) for m in is_dns1123_subdomain(value)]
 
 
 def validate_label_name(value: str, path: str) -> list[Cause]:
     """metav1validation.ValidateLabelName."""
+    if len(value) <= 63 and _QUALIFIED_NAME_RE.fullmatch(value) is not None:  # no prefix, valid
+        return []
     return [invalid_value(path, value, m) for m in is_qualified_name(value)]
 
 
 def validate_label_value(value: str, path: str) -> list[Cause]:
+    if len(value) <= 63 and _LABEL_VALUE_RE.fullmatch(value) is not None:
+        return []
     return [invalid_value(path, value, m) for m in is_label_value(value)]
 
 

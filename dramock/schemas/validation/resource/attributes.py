@@ -41,6 +41,18 @@ def _validate_attribute_version(value: str, path: str) -> list[Cause]:
 
 
 def _validate_device_attribute(attribute: Obj, path: str) -> list[Cause]:
+    if len(attribute) == 1:  # the usual attribute: one scalar (what the checks below find nothing wrong with)
+        for field, value in attribute.items():
+            if value is None:
+                break
+            if field == "bool" or field == "int":
+                return []
+            if field == "string" and not (isinstance(value, str) and len(value) * 4 > DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH
+                                          and len(value.encode()) > DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH):
+                return []
+            if field == "version" and isinstance(value, str) and _SEMVER_RE.fullmatch(value) is not None and \
+                    len(value.encode()) <= DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH:
+                return []
     errs: list[Cause] = []
     num = 0
     for field in ("bool", "int"):

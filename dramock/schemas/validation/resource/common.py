@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dramock.schemas.featuregates import FeatureGates
-from dramock.schemas.validation.field import Cause, duplicate, index, key, too_many
+from dramock.schemas.validation.field import Cause, duplicate, index, too_many
 
 
 def validate_slice(items: list, max_size: int, validate_item: Callable[[Any, str], list[Cause]],
@@ -51,9 +51,10 @@ def validate_map(m: dict, max_size: int, truncate_key_len: int, validate_key: Ca
     if 0 <= max_size < len(m):
         return [too_many(path, len(m), max_size)]
     errs: list[Cause] = []
+    short = max(truncate_key_len, 16)  # keys no longer than this are not truncated
     for k, item in m.items():
         errs.extend(validate_key(k, path))  # key errors are reported on the map itself
-        errs.extend(validate_item(item, key(path, _truncate(k, truncate_key_len))))
+        errs.extend(validate_item(item, f"{path}[{k if len(k) <= short else _truncate(k, truncate_key_len)}]"))
     return errs
 
 

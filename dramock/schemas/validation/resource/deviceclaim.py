@@ -80,15 +80,18 @@ class _Opts:
 
 def _validate_device_claim(device_claim: Any, path: str, stored: bool, gates: FeatureGates | None) -> list[Cause]:
     device_claim = _dict(device_claim)
-    names = _RequestNames(device_claim)
-    opts = _Opts(stored, _constraint_attributes(_list(device_claim.get("constraints"))), gates)
+    constraints, config = _list(device_claim.get("constraints")), _list(device_claim.get("config"))
+    opts = _Opts(stored, _constraint_attributes(constraints) if constraints else {}, gates)
     errs = validate_set(_list(device_claim.get("requests")), DEVICE_REQUESTS_MAX_SIZE,
                         lambda r, p: _validate_device_request(_dict(r), p, opts),
                         lambda r: _str(_dict(r).get("name")), child(path, "requests"))
-    errs += validate_slice(_list(device_claim.get("constraints")), DEVICE_CONSTRAINTS_MAX_SIZE,
+    if not constraints and not config:  # (what the request names are needed for)
+        return errs
+    names = _RequestNames(device_claim)
+    errs += validate_slice(constraints, DEVICE_CONSTRAINTS_MAX_SIZE,
                            lambda c, p: _validate_device_constraint(_dict(c), p, names, gates),
                            child(path, "constraints"))
-    errs += validate_slice(_list(device_claim.get("config")), DEVICE_CONFIG_MAX_SIZE,
+    errs += validate_slice(config, DEVICE_CONFIG_MAX_SIZE,
                            lambda c, p: _validate_device_claim_configuration(_dict(c), p, names, stored),
                            child(path, "config"))
     return errs
@@ -115,11 +118,14 @@ def _validate_device_request(request: Obj, path: str, opts: _Opts) -> list[Cause
 
 def _validate_request_common(request: Obj, path: str, opts: _Opts, request_name: str) -> list[Cause]:
     errs = _validate_device_class_name(_str(request.get("deviceClassName")), child(path, "deviceClassName"))
-    errs += validate_slice(_list(request.get("selectors")), DEVICE_SELECTORS_MAX_SIZE,
-                           lambda s, p: _validate_selector(_dict(s), p, opts.stored, opts.gates),
-                           child(path, "selectors"))
-    errs += _validate_derived_attributes(_list(request.get("derivedAttributes")), child(path, "derivedAttributes"),
-                                         opts, request_name)
+    selectors = _list(request.get("selectors"))
+    if selectors:  # (empty lists, which have nothing to check, are skipped)
+        errs += validate_slice(selectors, DEVICE_SELECTORS_MAX_SIZE,
+                               lambda s, p: _validate_selector(_dict(s), p, opts.stored, opts.gates),
+                               child(path, "selectors"))
+    derived = _list(request.get("derivedAttributes"))
+    if derived:
+        errs += _validate_derived_attributes(derived, child(path, "derivedAttributes"), opts, request_name)
     errs += _validate_allocation_mode(request, path)
     for i, toleration in enumerate(_list(request.get("tolerations"))):
         errs += _validate_device_toleration(_dict(toleration), index(child(path, "tolerations"), i))

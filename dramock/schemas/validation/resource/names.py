@@ -4,7 +4,12 @@ optionally prefixed with a domain)."""
 from __future__ import annotations
 
 from dramock.schemas.validation.field import Cause, invalid_value, required, too_long
-from dramock.schemas.validation.names import is_c_identifier, is_dns1123_subdomain, validate_dns1123_subdomain
+from dramock.schemas.validation.names import (
+    C_IDENTIFIER_RE,
+    is_c_identifier,
+    is_dns1123_subdomain,
+    validate_dns1123_subdomain,
+)
 from dramock.schemas.validation.resource.limits import (
     DEVICE_MAX_DOMAIN_LENGTH,
     DEVICE_MAX_ID_LENGTH,
@@ -67,6 +72,8 @@ def _validate_c_identifier(ident: str, path: str) -> list[Cause]:
 
 def validate_qualified_name(name: str, path: str) -> list[Cause]:
     """Attribute and capacity names: a C identifier, optionally prefixed with a domain and `/`."""
+    if len(name) <= DEVICE_MAX_ID_LENGTH and C_IDENTIFIER_RE.fullmatch(name) is not None:  # a valid bare one
+        return []
     parts = name.split("/")
     errs: list[Cause] = []
     if len(parts) == 1:

@@ -45,16 +45,29 @@ def validate_resource_slice_update(new: Obj, old: Obj, *, gates: FeatureGates | 
 
 
 def _have_device_taints(devices: list) -> bool:
-    return any(_list(_dict(d).get("taints")) for d in devices)
+    for d in devices:
+        if isinstance(d, dict) and _list(d.get("taints")):
+            return True
+    return False
 
 
 def _have_consumes_counters(devices: list) -> bool:
-    return any(_list(_dict(d).get("consumesCounters")) for d in devices)
+    for d in devices:
+        if isinstance(d, dict) and _list(d.get("consumesCounters")):
+            return True
+    return False
 
 
 def _have_list_attributes(devices: list) -> bool:
-    return any(any(_dict(a).get(k) is not None for k in ("bools", "ints", "strings", "versions"))
-               for d in devices for a in _dict(_dict(d).get("attributes")).values())
+    for d in devices:
+        attributes = d.get("attributes") if isinstance(d, dict) else None
+        if not isinstance(attributes, dict):
+            continue
+        for a in attributes.values():
+            if isinstance(a, dict) and (a.get("bools") is not None or a.get("ints") is not None
+                                        or a.get("strings") is not None or a.get("versions") is not None):
+                return True
+    return False
 
 
 def _validate_resource_slice_spec(spec: Obj, old_spec: Obj | None, path: str,
@@ -179,9 +192,13 @@ def _validate_counter_set(counter_set: Obj, path: str) -> list[Cause]:
 def _num_attribute_values(attributes: dict) -> int:
     n = 0
     for attr in attributes.values():
-        attr = _dict(attr)
-        lengths = [len(_list(attr.get(k))) for k in ("bools", "ints", "strings", "versions")]
-        n += sum(lengths) if any(lengths) else 1
+        values = 0
+        if isinstance(attr, dict):
+            for k in ("bools", "ints", "strings", "versions"):
+                v = attr.get(k)
+                if isinstance(v, list):
+                    values += len(v)
+        n += values or 1  # a scalar attribute (or list ones all empty) counts once
     return n
 
 
@@ -198,21 +215,24 @@ def _validate_device(device: Obj, old_device: Obj | None, path: str, per_device_
     if values > RESOURCE_SLICE_MAX_ATTRIBUTE_VALUES_PER_DEVICE:
         errs.append(invalid_value(path, values, "the total number of attribute values must not exceed "
                                   f"{RESOURCE_SLICE_MAX_ATTRIBUTE_VALUES_PER_DEVICE}"))
-    errs += validate_map(attributes, -1, ATTRIBUTE_AND_CAPACITY_MAX_KEY_LENGTH, validate_qualified_name,
-                         lambda a, p: _validate_device_attribute(_dict(a), p), child(path, "attributes"))
-    if old_device is None or old_device.get("capacity") != device.get("capacity"):
+    if attributes:
+        errs += validate_map(attributes, -1, ATTRIBUTE_AND_CAPACITY_MAX_KEY_LENGTH, validate_qualified_name,
+                             lambda a, p: _validate_device_attribute(_dict(a), p), child(path, "attributes"))
+    # (Below, checks of absent or empty fields, which find nothing, are skipped.)
+    if capacity and (old_device is None or old_device.get("capacity") != device.get("capacity")):
         item = _validate_multi_allocatable_capacity if allow_multiple else _validate_single_allocatable_capacity
         errs += validate_map(capacity, -1, ATTRIBUTE_AND_CAPACITY_MAX_KEY_LENGTH, validate_qualified_name,
                              lambda c, p: item(_dict(c), p, gates), child(path, "capacity"))
-    if old_device is None or old_device.get("taints") != device.get("taints"):
-        errs += validate_slice(_list(device.get("taints")), DEVICE_TAINTS_MAX_LENGTH,
+    taints = _list(device.get("taints"))
+    if taints and (old_device is None or old_device.get("taints") != device.get("taints")):
+        errs += validate_slice(taints, DEVICE_TAINTS_MAX_LENGTH,
                                lambda t, p: _validate_device_taint(_dict(t), None, p), child(path, "taints"))
-    errs += validate_set(_list(device.get("consumesCounters")),
-                         RESOURCE_SLICE_MAX_DEVICE_COUNTER_CONSUMPTIONS_PER_DEVICE,
-                         lambda c, p: _validate_device_counter_consumption(_dict(c), p),
-                         lambda c: _str(_dict(c).get("counterSet")), child(path, "consumesCounters"))
+    consumes = _list(device.get("consumesCounters"))
+    if consumes:
+        errs += validate_set(consumes, RESOURCE_SLICE_MAX_DEVICE_COUNTER_CONSUMPTIONS_PER_DEVICE,
+                             lambda c, p: _validate_device_counter_consumption(_dict(c), p),
+                             lambda c: _str(_dict(c).get("counterSet")), child(path, "consumesCounters"))
 
-    node_fields = [device.get(f) is not None for f in ("nodeName", "nodeSelector", "allNodes")]
     if per_device_node_selection:
         set_fields: list[str] = []
         if device.get("nodeName") is not None:
@@ -236,14 +256,17 @@ def _validate_device(device: Obj, old_device: Obj | None, path: str, per_device_
             errs.append(required(path, one_of))
         elif len(set_fields) > 1:
             errs.append(invalid_value(path, "{" + ", ".join(set_fields) + "}", one_of))
-    elif any(node_fields):
+    elif device.get("nodeName") is not None or device.get("nodeSelector") is not None or \
+            device.get("allNodes") is not None:
         errs.append(invalid_value(path, None, "`nodeName`, `nodeSelector` and `allNodes` can only be set if "
                                   "`perDeviceNodeSelection` is set to true in the ResourceSlice spec"))
 
-    errs += _validate_binding_parameters(device.get("bindingConditions"), device.get("bindingFailureConditions"),
-                                         path)
-    errs += _validate_node_allocatable_resources(_dict(device.get("nodeAllocatableResources")), capacity,
-                                                 child(path, "nodeAllocatableResources"))
+    conditions, failure_conditions = device.get("bindingConditions"), device.get("bindingFailureConditions")
+    if conditions is not None or failure_conditions is not None:
+        errs += _validate_binding_parameters(conditions, failure_conditions, path)
+    allocatable = _dict(device.get("nodeAllocatableResources"))
+    if allocatable:
+        errs += _validate_node_allocatable_resources(allocatable, capacity, child(path, "nodeAllocatableResources"))
     return errs
 
 
