@@ -492,3 +492,20 @@ def test_malformed_http_gets_a_status(server: Server, raw: bytes) -> None:
     assert 400 <= status < 500, data[:300]
     doc = json.loads(body)
     assert doc["kind"] == "Status" and doc["code"] == status, doc
+
+
+@pytest.mark.parametrize("text, duplicates", [
+    ('{"a":1,"b":{"c":2},"a":3}', ["a"]),
+    ('{"a":1,"b" : 2,"a":3}', ["a"]),  # blanks before a colon: counted the slow way
+    ('{"a":":x","b":":y"}', []),  # values that begin with a colon
+    ('{"a":":x","a":"y"}', ["a"]),
+    ('{"a\\"":1,"a\\"":2}', ['a"']),  # escaped quotes in keys
+    ('{"a":"\\\\","b":{"c":1,"c":2}}', ["b.c"]),
+    ('{"k":[{"x":1},{"x":1,"x":2}]}', ["k[1].x"]),
+])
+def test_duplicate_keys_are_found_on_the_fast_path_too(text, duplicates):
+    from dramock.apiserver import bodies
+
+    value, dups = bodies.load_json(text.encode())
+    assert dups == duplicates
+    assert (value, dups) == bodies.load_json(text.encode(), in_pieces=True)

@@ -88,6 +88,7 @@ def _finish(value: Any, path: str, dups: list[str], depth: int, fix_surrogates: 
 # Every string of a valid JSON text in order (outside strings a quote only opens one), with the colon that
 # follows it when the string is an object key. See _fast_load.
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"([ \t\r\n]*:)?')
+_BLANK_COLON = re.compile(rb'"[ \t\r\n]+:')
 
 
 def _plain_count(value: Any, depth: int) -> int:
@@ -130,9 +131,18 @@ def _fast_load(body: bytes) -> Any:
     if type(value) is not dict:
         return None
     keys = _plain_count(value, 1)
-    if keys < 0 or keys != sum(1 for colon in _STRING.findall(body) if colon):
+    if keys < 0 or keys != _key_tokens(body):
         return None
     return value
+
+
+def _key_tokens(body: bytes) -> int:
+    """How many object keys the text has. Without a backslash every quote delimits a string, and in valid
+    JSON only a key's closing quote is followed by a colon: when none has blanks before its colon, counting
+    `":` is exact (the usual body, several times faster than the scan)."""
+    if b"\\" not in body and _BLANK_COLON.search(body) is None:
+        return body.count(b'":')
+    return sum(1 for colon in _STRING.findall(body) if colon)
 
 
 def load_json(body: bytes | str, in_pieces: bool = False) -> tuple[Any, list[str]]:
