@@ -49,8 +49,8 @@ class QuotaAdmission:
 
     def admit(self, call: Any, obj: Obj, old: Obj | None) -> None:
         kind = call.kind
-        if not kind.namespaced or not call.namespace:
-            return
+        if not kind.namespaced or not call.namespace or not self.store.count(self.QUOTA_BUCKET):
+            return  # (no quota in any namespace: the usual case, answered without a lookup)
         gr = kind.stored_group_resource
         ev = evaluator_for(gr, self.evaluators)
         if old is not None and not ev.handles_update(call.subresource):
