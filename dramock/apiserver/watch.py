@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import ctypes.util
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +34,9 @@ INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 MAX_BACKLOG = 10_000
 WRITE_TIMEOUT = 10.0
 DEFAULT_TIMEOUT = 1800.0
+# Recent events whose encodings are kept for the other watchers of the same form: every watcher takes an event
+# within a tick or two of the write, so a short memory serves them all (a lagging one encodes for itself).
+ENCODED_EVENTS = 1024
 
 
 def _libc_malloc_trim() -> Callable[[int], int] | None:
@@ -109,6 +112,9 @@ class WatchHandler:
         self.bookmark_interval = bookmark_interval
         self.on_watchers = on_watchers
         self.open: set[Watcher] = set()
+        # id(event) -> (event, {(form, type): bytes}): an event is encoded once per form, not once per watcher.
+        # The entry holds the event, so its id cannot be reused while it is here.
+        self.encoded: OrderedDict[int, tuple[Event, dict[tuple[Any, str], bytes]]] = OrderedDict()
 
     def close_all(self) -> None:
         """End every open stream cleanly (clients see the response end and re-watch elsewhere), as
@@ -193,7 +199,7 @@ class WatchHandler:
             "Transfer-Encoding": "chunked"})
         for w in call.warnings:
             resp.headers.add("Warning", codec.warning_header(w))
-        encoder = _Encoder(kind, accept, table, self.protobuf)
+        encoder = _Encoder(kind, accept, table, self.protobuf, self.encoded)
         try:
             await resp.prepare(request)
             deadline = asyncio.get_running_loop().time() + timeout
@@ -209,7 +215,7 @@ class WatchHandler:
                 out += encoder.line(BOOKMARK, _bookmark(kind, snapshot_rev, initial_end=True))
             if out:
                 await _write(resp, bytes(out), deadline)
-            await self._stream(resp, watcher, encoder, deadline, bookmarks,
+            await self._stream(request, resp, watcher, encoder, deadline, bookmarks,
                                start_rev if start_rev is not None else snapshot_rev)
             if fault is not None and fault.type == WATCH_GONE and not watcher.closed:
                 await _write(resp, encoder.line(ERROR, errors.too_old_resource_version(
@@ -228,9 +234,10 @@ class WatchHandler:
             self.on_watchers(kind, -1)
         return resp
 
-    async def _stream(self, resp: web.StreamResponse, watcher: Watcher, encoder: _Encoder, deadline: float,
-                      bookmarks: bool | None, start_rev: int) -> None:
+    async def _stream(self, request: web.Request, resp: web.StreamResponse, watcher: Watcher, encoder: _Encoder,
+                      deadline: float, bookmarks: bool | None, start_rev: int) -> None:
         loop = asyncio.get_running_loop()
+        send = _Sender(request, resp)
 
         def next_bookmark_time(now: float) -> float | None:
             # Upstream's cacher: every bookmark interval, and one 2 s before the watch times out so that the
@@ -241,30 +248,74 @@ class WatchHandler:
                 at = deadline - 2
             return at if at > now else None
 
+        # One timer for the next moment due (a bookmark or the end), re-armed only when that moment changes: the
+        # wait for events itself is a plain wait, with no timeout task per wake-up.
+        timer: asyncio.TimerHandle | None = None
+        timer_at = 0.0
+
+        def on_timer() -> None:
+            nonlocal timer
+            timer = None
+            watcher.wakeup.set()
+
         next_bookmark = next_bookmark_time(loop.time()) if bookmarks else None
-        while True:
-            now = loop.time()
-            if now >= deadline:
-                return
-            wait = (min(deadline, next_bookmark) if next_bookmark is not None else deadline) - now
+        try:
+            while True:
+                if loop.time() >= deadline:
+                    return
+                due = min(deadline, next_bookmark) if next_bookmark is not None else deadline
+                if timer is None or timer_at != due:
+                    if timer is not None:
+                        timer.cancel()
+                    timer, timer_at = loop.call_at(due, on_timer), due
+                await watcher.wakeup.wait()
+                watcher.wakeup.clear()
+                if watcher.overflow or watcher.closed:
+                    return
+                backlog = watcher.backlog
+                out = encoder.event(*backlog.popleft()) if len(backlog) == 1 else \
+                    b"".join([encoder.event(t, ev) for t, ev in _drain(backlog)])
+                if next_bookmark is not None and loop.time() >= next_bookmark:
+                    # Only news: a bookmark must move the client past where its watch started.
+                    if self.store.revision > start_rev:
+                        out += encoder.line(BOOKMARK, _bookmark(encoder.kind, self.store.revision))
+                    next_bookmark = next_bookmark_time(loop.time())
+                if out:
+                    await send(out, deadline)
+        finally:
+            if timer is not None:
+                timer.cancel()
+
+
+def _drain(backlog: deque[tuple[str, Event]]) -> list[tuple[str, Event]]:
+    items = list(backlog)
+    backlog.clear()
+    return items
+
+
+class _Sender:
+    """Writes a stream's chunks. A write that fits below the transport's high-water mark cannot suspend (aiohttp
+    waits only for a paused transport), so it goes straight out; one to a congested transport is given the
+    write timeout, after which the client counts as unresponsive."""
+
+    def __init__(self, request: web.Request, resp: web.StreamResponse):
+        self.resp = resp
+        self.transport = request.transport
+        self.protocol = request.protocol
+        self.high = -1  # unknown limits: every write is guarded
+        if self.transport is not None:
             try:
-                await asyncio.wait_for(watcher.wakeup.wait(), timeout=max(wait, 0))
-            except TimeoutError:
+                self.high = self.transport.get_write_buffer_limits()[1]
+            except (AttributeError, NotImplementedError):
                 pass
-            watcher.wakeup.clear()
-            if watcher.overflow or watcher.closed:
-                return
-            out = bytearray()
-            while watcher.backlog:
-                t, ev = watcher.backlog.popleft()
-                out += encoder.event(t, ev)
-            if next_bookmark is not None and loop.time() >= next_bookmark:
-                # Only news: a bookmark must move the client past where its watch started.
-                if self.store.revision > start_rev:
-                    out += encoder.line(BOOKMARK, _bookmark(encoder.kind, self.store.revision))
-                next_bookmark = next_bookmark_time(loop.time())
-            if out:
-                await _write(resp, bytes(out), deadline)
+
+    async def __call__(self, data: bytes, deadline: float) -> None:
+        transport = self.transport
+        if (transport is not None and not self.protocol.writing_paused
+                and transport.get_write_buffer_size() + len(data) <= self.high):
+            await self.resp.write(data)
+        else:
+            await _write(self.resp, data, deadline)
 
 
 async def _write(resp: web.StreamResponse, data: bytes, deadline: float) -> None:
@@ -280,16 +331,34 @@ class _Encoder:
     """Encodes watch events in the form the client negotiated (objects, Table rows, or metadata)."""
 
     def __init__(self, kind: Kind, accept: codec.Accept, table: Callable[[Kind, list[Obj], bool], Obj] | None,
-                 pb: protobuf.Encoder):
+                 pb: protobuf.Encoder,
+                 shared: OrderedDict[int, tuple[Event, dict[tuple[Any, str], bytes]]] | None = None):
         self.kind = kind
         self.protobuf = pb
         self.accept = accept
         self.table = table
         self.first_table = True
         self.plain = not accept.form and not accept.yaml and not accept.protobuf and not convert.needs_conversion(kind)
+        # What an event's bytes depend on besides the event and its type; None: not shared (Table rows carry
+        # column definitions in a stream's first event).
+        self.form: Any = None if accept.form == "Table" else "json" if self.plain else (
+            kind.group, kind.version, kind.kind, accept.form, accept.version, accept.yaml, accept.protobuf)
+        self.shared = shared if self.form is not None else None
 
     def event(self, t: str, ev: Event) -> bytes:
-        return self.line(t, convert.from_storage(ev.obj, self.kind), ev.value)
+        shared = self.shared
+        if shared is None:
+            return self.line(t, convert.from_storage(ev.obj, self.kind), ev.value)
+        entry = shared.get(id(ev))
+        if entry is None:
+            entry = shared[id(ev)] = (ev, {})
+            if len(shared) > ENCODED_EVENTS:
+                shared.popitem(last=False)
+        key = (self.form, t)
+        data = entry[1].get(key)
+        if data is None:
+            data = entry[1][key] = self.line(t, convert.from_storage(ev.obj, self.kind), ev.value)
+        return data
 
     def line(self, t: str, obj: Obj, encoded: str | None = None) -> bytes:
         if t in (ADDED, MODIFIED, DELETED):
