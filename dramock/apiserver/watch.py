@@ -61,15 +61,22 @@ class _Unresponsive(Exception):
 
 
 class Watcher:
-    """One client's stream: a backlog filled by storage callbacks and drained by the response task."""
+    """One client's stream: a backlog filled by storage callbacks, drained by the response task, or, while that
+    task is parked with nothing in flight (`idle`), by `deliver` from the handler's one flush per tick."""
 
-    def __init__(self, namespace_prefix: str, match: Callable[[Obj], bool] | None):
+    def __init__(self, namespace_prefix: str, match: Callable[[Obj], bool] | None,
+                 on_ready: Callable[[Watcher], None] | None = None):
         self.prefix = namespace_prefix
         self.match = match
         self.backlog: deque[tuple[str, Event]] = deque()
         self.wakeup = asyncio.Event()
         self.overflow = False
         self.closed = False  # the server is shutting down: end the stream
+        self.on_ready = on_ready
+        self.deliver: Callable[[], None] | None = None
+        self.idle = False
+        self.queued = False
+        self.error: BaseException | None = None  # a direct write failed: the task ends the stream with it
 
     def selects(self, name: str, obj: Obj | None) -> bool:
         if obj is None or (self.prefix and not name.startswith(self.prefix)):
@@ -101,6 +108,9 @@ class Watcher:
             self.backlog.clear()  # nothing more will be sent: release what it pinned now
         else:
             self.backlog.append((t, ev))
+            if self.idle and self.on_ready is not None:
+                self.on_ready(self)
+                return
         self.wakeup.set()
 
 
@@ -115,6 +125,29 @@ class WatchHandler:
         # id(event) -> (event, {(form, type): bytes}): an event is encoded once per form, not once per watcher.
         # The entry holds the event, so its id cannot be reused while it is here.
         self.encoded: OrderedDict[int, tuple[Event, dict[tuple[Any, str], bytes]]] = OrderedDict()
+        self.ready: list[Watcher] = []
+
+    def _ready(self, watcher: Watcher) -> None:
+        """An idle watcher has events: they are written by one callback for all watchers, soon after the write
+        that made them, rather than by waking each stream's task."""
+        if watcher.queued:
+            return
+        watcher.queued = True
+        self.ready.append(watcher)
+        if len(self.ready) == 1:
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        ready, self.ready = self.ready, []
+        for w in ready:
+            w.queued = False
+            if not w.idle or w.deliver is None:
+                continue  # its task is running: it takes the backlog itself
+            try:
+                w.deliver()
+            except Exception as e:  # ended in the stream's own task, not here for the other watchers
+                w.error = e
+                w.wakeup.set()
 
     def close_all(self) -> None:
         """End every open stream cleanly (clients see the response end and re-watch elsewhere), as
@@ -169,7 +202,7 @@ class WatchHandler:
                 raise errors.bad_request(f'invalid resource version "{rv}"')
         initial = send_initial if send_initial is not None else start_rev is None
 
-        watcher = Watcher(f"{call.namespace}/" if kind.namespaced and call.namespace else "", match)
+        watcher = Watcher(f"{call.namespace}/" if kind.namespaced and call.namespace else "", match, self._ready)
         bucket = kind.storage_bucket
         # Subscribe and take the starting point in one tick: nothing can slip in between.
         self.store.subscribe(bucket, watcher)
@@ -258,6 +291,23 @@ class WatchHandler:
             timer = None
             watcher.wakeup.set()
 
+        backlog = watcher.backlog
+
+        def encode_backlog() -> bytes:
+            return encoder.event(*backlog[0]) if len(backlog) == 1 else \
+                b"".join([encoder.event(t, ev) for t, ev in backlog])
+
+        def deliver() -> None:
+            # Called while this task is parked with nothing in flight, so nothing can be written between.
+            if watcher.overflow or watcher.closed or not backlog:
+                return
+            out = encode_backlog()
+            if send.now(out):
+                backlog.clear()
+            else:
+                watcher.wakeup.set()  # congested: the task writes it, under the write timeout
+
+        watcher.deliver = deliver
         next_bookmark = next_bookmark_time(loop.time()) if bookmarks else None
         try:
             while True:
@@ -268,13 +318,18 @@ class WatchHandler:
                     if timer is not None:
                         timer.cancel()
                     timer, timer_at = loop.call_at(due, on_timer), due
-                await watcher.wakeup.wait()
+                watcher.idle = True
+                try:
+                    await watcher.wakeup.wait()
+                finally:
+                    watcher.idle = False
                 watcher.wakeup.clear()
+                if watcher.error is not None:
+                    raise watcher.error
                 if watcher.overflow or watcher.closed:
                     return
-                backlog = watcher.backlog
-                out = encoder.event(*backlog.popleft()) if len(backlog) == 1 else \
-                    b"".join([encoder.event(t, ev) for t, ev in _drain(backlog)])
+                out = encode_backlog()
+                backlog.clear()
                 if next_bookmark is not None and loop.time() >= next_bookmark:
                     # Only news: a bookmark must move the client past where its watch started.
                     if self.store.revision > start_rev:
@@ -283,14 +338,9 @@ class WatchHandler:
                 if out:
                     await send(out, deadline)
         finally:
+            watcher.deliver = None
             if timer is not None:
                 timer.cancel()
-
-
-def _drain(backlog: deque[tuple[str, Event]]) -> list[tuple[str, Event]]:
-    items = list(backlog)
-    backlog.clear()
-    return items
 
 
 class _Sender:
@@ -309,13 +359,28 @@ class _Sender:
             except (AttributeError, NotImplementedError):
                 pass
 
-    async def __call__(self, data: bytes, deadline: float) -> None:
+    def uncongested(self, size: int) -> bool:
         transport = self.transport
-        if (transport is not None and not self.protocol.writing_paused
-                and transport.get_write_buffer_size() + len(data) <= self.high):
+        return (transport is not None and not transport.is_closing() and not self.protocol.writing_paused
+                and transport.get_write_buffer_size() + size <= self.high)
+
+    async def __call__(self, data: bytes, deadline: float) -> None:
+        if self.uncongested(len(data)):
             await self.resp.write(data)
         else:
             await _write(self.resp, data, deadline)
+
+    def now(self, data: bytes) -> bool:
+        """Write at once, outside any task, if the transport takes it without waiting; False: it did not."""
+        if not self.uncongested(len(data)):
+            return False
+        step = self.resp.write(data)
+        try:
+            step.send(None)  # runs to the end: below the high-water mark nothing in it waits
+        except StopIteration:
+            return True
+        step.close()  # (never expected) left waiting for a drain: the chunk is out, the next write waits
+        return True
 
 
 async def _write(resp: web.StreamResponse, data: bytes, deadline: float) -> None:
