@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import ctypes.util
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -34,9 +34,6 @@ INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 MAX_BACKLOG = 10_000
 WRITE_TIMEOUT = 10.0
 DEFAULT_TIMEOUT = 1800.0
-# Recent events whose encodings are kept for the other watchers of the same form: every watcher takes an event
-# within a tick or two of the write, so a short memory serves them all (a lagging one encodes for itself).
-ENCODED_EVENTS = 1024
 
 
 def _libc_malloc_trim() -> Callable[[int], int] | None:
@@ -122,9 +119,7 @@ class WatchHandler:
         self.bookmark_interval = bookmark_interval
         self.on_watchers = on_watchers
         self.open: set[Watcher] = set()
-        # id(event) -> (event, {(form, type): bytes}): an event is encoded once per form, not once per watcher.
-        # The entry holds the event, so its id cannot be reused while it is here.
-        self.encoded: OrderedDict[int, tuple[Event, dict[tuple[Any, str], bytes]]] = OrderedDict()
+        self.encoded = _Encoded()
         self.ready: list[Watcher] = []
 
     def _ready(self, watcher: Watcher) -> None:
@@ -392,12 +387,30 @@ async def _write(resp: web.StreamResponse, data: bytes, deadline: float) -> None
         raise _Unresponsive() from None
 
 
+class _Encoded:
+    """The encodings of the events being delivered now, shared by all watchers of the same form, so that an event
+    is encoded once per form rather than once per watcher. Every watcher an event wakes was scheduled in the
+    tick of the write, before the first encoding, so all of them take it before the clearing that encoding
+    schedules; then the bytes pin nothing (a watcher that takes the event later encodes it for itself)."""
+
+    def __init__(self) -> None:
+        # id(event) -> (event, {(form, type): bytes}); holding the event keeps its id from being reused.
+        self.by_event: dict[int, tuple[Event, dict[tuple[Any, str], bytes]]] = {}
+
+    def of(self, ev: Event) -> dict[tuple[Any, str], bytes]:
+        entry = self.by_event.get(id(ev))
+        if entry is None:
+            if not self.by_event:
+                asyncio.get_running_loop().call_soon(self.by_event.clear)
+            entry = self.by_event[id(ev)] = (ev, {})
+        return entry[1]
+
+
 class _Encoder:
     """Encodes watch events in the form the client negotiated (objects, Table rows, or metadata)."""
 
     def __init__(self, kind: Kind, accept: codec.Accept, table: Callable[[Kind, list[Obj], bool], Obj] | None,
-                 pb: protobuf.Encoder,
-                 shared: OrderedDict[int, tuple[Event, dict[tuple[Any, str], bytes]]] | None = None):
+                 pb: protobuf.Encoder, shared: _Encoded | None = None):
         self.kind = kind
         self.protobuf = pb
         self.accept = accept
@@ -414,15 +427,11 @@ class _Encoder:
         shared = self.shared
         if shared is None:
             return self.line(t, convert.from_storage(ev.obj, self.kind), ev.value)
-        entry = shared.get(id(ev))
-        if entry is None:
-            entry = shared[id(ev)] = (ev, {})
-            if len(shared) > ENCODED_EVENTS:
-                shared.popitem(last=False)
+        forms = shared.of(ev)
         key = (self.form, t)
-        data = entry[1].get(key)
+        data = forms.get(key)
         if data is None:
-            data = entry[1][key] = self.line(t, convert.from_storage(ev.obj, self.kind), ev.value)
+            data = forms[key] = self.line(t, convert.from_storage(ev.obj, self.kind), ev.value)
         return data
 
     def line(self, t: str, obj: Obj, encoded: str | None = None) -> bytes:
