@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.client
 import json
 import random
+import re
 import socket
 import threading
 import time
@@ -372,6 +373,49 @@ def test_big_values_are_encoded_and_decoded_in_pieces_exactly() -> None:
 def _rss_kib(pid: int) -> int:
     with open(f"/proc/{pid}/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+@pytest.mark.e2e
+def test_a_watcher_that_reads_late_gets_every_event_in_order(tmp_path) -> None:
+    """A client that stops reading for a while (well within the write timeout) congests its connection: the events
+    written meanwhile wait and then arrive, all of them, in order, and live delivery resumes afterwards."""
+    s = start_server(str(tmp_path))
+    sock = socket.create_connection(("127.0.0.1", s.port))
+    try:
+        # A small receive window, still wide enough to read at full speed once the client reads (a tiny one
+        # makes the reading itself slower than the write timeout allows).
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        rv = s.request("GET", CM)[2]["metadata"]["resourceVersion"]
+        sock.sendall(f"GET {CM}?watch=1&resourceVersion={rv} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        wait_for(lambda: "apiserver_registered_watchers" in urllib.request.urlopen(s.url + "/metrics", timeout=10)
+                 .read().decode(), 10, what="the watch to register")
+        n = 100  # ~10 MB of events, unread while they are written: more than the socket buffers hold
+        for i in range(n):
+            code, _, _ = s.request("POST", CM, {"metadata": {"name": f"late-{i}"}, "data": {"blob": "x" * 100_000}})
+            assert code == 201
+        received, names, scanned = bytearray(), [], [0]
+        name = re.compile(rb'"name":"late-(\d+)"')
+        sock.settimeout(10)
+
+        def read_until(count: int) -> bool:
+            chunk = sock.recv(1 << 20)
+            assert chunk, "the stream ended"
+            received.extend(chunk)
+            for m in name.finditer(received, scanned[0]):
+                names.append(int(m[1]))
+                scanned[0] = m.end()
+            scanned[0] = max(scanned[0], len(received) - 32)  # a name cut off at the end is scanned again
+            return len(names) >= count
+
+        wait_for(lambda: read_until(n), 30, interval=0, what="every event written while the client did not read")
+        assert names == list(range(n))
+        code, _, _ = s.request("POST", CM, {"metadata": {"name": f"late-{n}"}})
+        assert code == 201
+        wait_for(lambda: read_until(n + 1), 10, interval=0, what="the next live event")
+        assert names == list(range(n + 1))
+    finally:
+        sock.close()
+        stop(s)
 
 
 @pytest.mark.e2e

@@ -58,15 +58,22 @@ class _Unresponsive(Exception):
 
 
 class Watcher:
-    """One client's stream: a backlog filled by storage callbacks and drained by the response task."""
+    """One client's stream: a backlog filled by storage callbacks, drained by the response task, or, while that
+    task is parked with nothing in flight (`idle`), by `deliver` from the handler's one flush per tick."""
 
-    def __init__(self, namespace_prefix: str, match: Callable[[Obj], bool] | None):
+    def __init__(self, namespace_prefix: str, match: Callable[[Obj], bool] | None,
+                 on_ready: Callable[[Watcher], None] | None = None):
         self.prefix = namespace_prefix
         self.match = match
         self.backlog: deque[tuple[str, Event]] = deque()
         self.wakeup = asyncio.Event()
         self.overflow = False
         self.closed = False  # the server is shutting down: end the stream
+        self.on_ready = on_ready
+        self.deliver: Callable[[], None] | None = None
+        self.idle = False
+        self.queued = False
+        self.error: BaseException | None = None  # a direct write failed: the task ends the stream with it
 
     def selects(self, name: str, obj: Obj | None) -> bool:
         if obj is None or (self.prefix and not name.startswith(self.prefix)):
@@ -98,6 +105,9 @@ class Watcher:
             self.backlog.clear()  # nothing more will be sent: release what it pinned now
         else:
             self.backlog.append((t, ev))
+            if self.idle and self.on_ready is not None:
+                self.on_ready(self)
+                return
         self.wakeup.set()
 
 
@@ -109,6 +119,30 @@ class WatchHandler:
         self.bookmark_interval = bookmark_interval
         self.on_watchers = on_watchers
         self.open: set[Watcher] = set()
+        self.encoded = _Encoded()
+        self.ready: list[Watcher] = []
+
+    def _ready(self, watcher: Watcher) -> None:
+        """An idle watcher has events: they are written by one callback for all watchers, soon after the write
+        that made them, rather than by waking each stream's task."""
+        if watcher.queued:
+            return
+        watcher.queued = True
+        self.ready.append(watcher)
+        if len(self.ready) == 1:
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        ready, self.ready = self.ready, []
+        for w in ready:
+            w.queued = False
+            if not w.idle or w.deliver is None:
+                continue  # its task is running: it takes the backlog itself
+            try:
+                w.deliver()
+            except Exception as e:  # ended in the stream's own task, not here for the other watchers
+                w.error = e
+                w.wakeup.set()
 
     def close_all(self) -> None:
         """End every open stream cleanly (clients see the response end and re-watch elsewhere), as
@@ -163,7 +197,7 @@ class WatchHandler:
                 raise errors.bad_request(f'invalid resource version "{rv}"')
         initial = send_initial if send_initial is not None else start_rev is None
 
-        watcher = Watcher(f"{call.namespace}/" if kind.namespaced and call.namespace else "", match)
+        watcher = Watcher(f"{call.namespace}/" if kind.namespaced and call.namespace else "", match, self._ready)
         bucket = kind.storage_bucket
         # Subscribe and take the starting point in one tick: nothing can slip in between.
         self.store.subscribe(bucket, watcher)
@@ -193,7 +227,7 @@ class WatchHandler:
             "Transfer-Encoding": "chunked"})
         for w in call.warnings:
             resp.headers.add("Warning", codec.warning_header(w))
-        encoder = _Encoder(kind, accept, table, self.protobuf)
+        encoder = _Encoder(kind, accept, table, self.protobuf, self.encoded)
         try:
             await resp.prepare(request)
             deadline = asyncio.get_running_loop().time() + timeout
@@ -209,7 +243,7 @@ class WatchHandler:
                 out += encoder.line(BOOKMARK, _bookmark(kind, snapshot_rev, initial_end=True))
             if out:
                 await _write(resp, bytes(out), deadline)
-            await self._stream(resp, watcher, encoder, deadline, bookmarks,
+            await self._stream(request, resp, watcher, encoder, deadline, bookmarks,
                                start_rev if start_rev is not None else snapshot_rev)
             if fault is not None and fault.type == WATCH_GONE and not watcher.closed:
                 await _write(resp, encoder.line(ERROR, errors.too_old_resource_version(
@@ -228,9 +262,10 @@ class WatchHandler:
             self.on_watchers(kind, -1)
         return resp
 
-    async def _stream(self, resp: web.StreamResponse, watcher: Watcher, encoder: _Encoder, deadline: float,
-                      bookmarks: bool | None, start_rev: int) -> None:
+    async def _stream(self, request: web.Request, resp: web.StreamResponse, watcher: Watcher, encoder: _Encoder,
+                      deadline: float, bookmarks: bool | None, start_rev: int) -> None:
         loop = asyncio.get_running_loop()
+        send = _Sender(request, resp)
 
         def next_bookmark_time(now: float) -> float | None:
             # Upstream's cacher: every bookmark interval, and one 2 s before the watch times out so that the
@@ -241,30 +276,106 @@ class WatchHandler:
                 at = deadline - 2
             return at if at > now else None
 
+        # One timer for the next moment due (a bookmark or the end), re-armed only when that moment changes: the
+        # wait for events itself is a plain wait, with no timeout task per wake-up.
+        timer: asyncio.TimerHandle | None = None
+        timer_at = 0.0
+
+        def on_timer() -> None:
+            nonlocal timer
+            timer = None
+            watcher.wakeup.set()
+
+        backlog = watcher.backlog
+
+        def encode_backlog() -> bytes:
+            return encoder.event(*backlog[0]) if len(backlog) == 1 else \
+                b"".join([encoder.event(t, ev) for t, ev in backlog])
+
+        def deliver() -> None:
+            # Called while this task is parked with nothing in flight, so nothing can be written between.
+            if watcher.overflow or watcher.closed or not backlog:
+                return
+            out = encode_backlog()
+            if send.now(out):
+                backlog.clear()
+            else:
+                watcher.wakeup.set()  # congested: the task writes it, under the write timeout
+
+        watcher.deliver = deliver
         next_bookmark = next_bookmark_time(loop.time()) if bookmarks else None
-        while True:
-            now = loop.time()
-            if now >= deadline:
-                return
-            wait = (min(deadline, next_bookmark) if next_bookmark is not None else deadline) - now
+        try:
+            while True:
+                if loop.time() >= deadline:
+                    return
+                due = min(deadline, next_bookmark) if next_bookmark is not None else deadline
+                if timer is None or timer_at != due:
+                    if timer is not None:
+                        timer.cancel()
+                    timer, timer_at = loop.call_at(due, on_timer), due
+                watcher.idle = True
+                try:
+                    await watcher.wakeup.wait()
+                finally:
+                    watcher.idle = False
+                watcher.wakeup.clear()
+                if watcher.error is not None:
+                    raise watcher.error
+                if watcher.overflow or watcher.closed:
+                    return
+                out = encode_backlog()
+                backlog.clear()
+                if next_bookmark is not None and loop.time() >= next_bookmark:
+                    # Only news: a bookmark must move the client past where its watch started.
+                    if self.store.revision > start_rev:
+                        out += encoder.line(BOOKMARK, _bookmark(encoder.kind, self.store.revision))
+                    next_bookmark = next_bookmark_time(loop.time())
+                if out:
+                    await send(out, deadline)
+        finally:
+            watcher.deliver = None
+            if timer is not None:
+                timer.cancel()
+
+
+class _Sender:
+    """Writes a stream's chunks. A write that fits below the transport's high-water mark cannot suspend (aiohttp
+    waits only for a paused transport), so it goes straight out; one to a congested transport is given the
+    write timeout, after which the client counts as unresponsive."""
+
+    def __init__(self, request: web.Request, resp: web.StreamResponse):
+        self.resp = resp
+        self.transport = request.transport
+        self.protocol = request.protocol
+        self.high = -1  # unknown limits: every write is guarded
+        if self.transport is not None:
             try:
-                await asyncio.wait_for(watcher.wakeup.wait(), timeout=max(wait, 0))
-            except TimeoutError:
+                self.high = self.transport.get_write_buffer_limits()[1]
+            except (AttributeError, NotImplementedError):
                 pass
-            watcher.wakeup.clear()
-            if watcher.overflow or watcher.closed:
-                return
-            out = bytearray()
-            while watcher.backlog:
-                t, ev = watcher.backlog.popleft()
-                out += encoder.event(t, ev)
-            if next_bookmark is not None and loop.time() >= next_bookmark:
-                # Only news: a bookmark must move the client past where its watch started.
-                if self.store.revision > start_rev:
-                    out += encoder.line(BOOKMARK, _bookmark(encoder.kind, self.store.revision))
-                next_bookmark = next_bookmark_time(loop.time())
-            if out:
-                await _write(resp, bytes(out), deadline)
+
+    def uncongested(self, size: int) -> bool:
+        transport = self.transport
+        return (transport is not None and not transport.is_closing() and not self.protocol.writing_paused
+                and transport.get_write_buffer_size() + size <= self.high)
+
+    async def __call__(self, data: bytes, deadline: float) -> None:
+        if self.uncongested(len(data)):
+            await self.resp.write(data)
+        else:
+            await _write(self.resp, data, deadline)
+
+    def now(self, data: bytes) -> bool:
+        """Write at once, outside any task, if the transport takes it without waiting; False: it did not."""
+        if not self.uncongested(len(data)):
+            return False
+        step = self.resp.write(data)
+        try:
+            step.send(None)  # runs to the end: below the high-water mark nothing in it waits
+        except StopIteration:
+            return True
+        step.close()  # (never expected) left waiting for a drain: the chunk is out, the next write waits
+        return True
 
 
 async def _write(resp: web.StreamResponse, data: bytes, deadline: float) -> None:
@@ -276,20 +387,52 @@ async def _write(resp: web.StreamResponse, data: bytes, deadline: float) -> None
         raise _Unresponsive() from None
 
 
+class _Encoded:
+    """The encodings of the events being delivered now, shared by all watchers of the same form, so that an event
+    is encoded once per form rather than once per watcher. Every watcher an event wakes was scheduled in the
+    tick of the write, before the first encoding, so all of them take it before the clearing that encoding
+    schedules; then the bytes pin nothing (a watcher that takes the event later encodes it for itself)."""
+
+    def __init__(self) -> None:
+        # id(event) -> (event, {(form, type): bytes}); holding the event keeps its id from being reused.
+        self.by_event: dict[int, tuple[Event, dict[tuple[Any, str], bytes]]] = {}
+
+    def of(self, ev: Event) -> dict[tuple[Any, str], bytes]:
+        entry = self.by_event.get(id(ev))
+        if entry is None:
+            if not self.by_event:
+                asyncio.get_running_loop().call_soon(self.by_event.clear)
+            entry = self.by_event[id(ev)] = (ev, {})
+        return entry[1]
+
+
 class _Encoder:
     """Encodes watch events in the form the client negotiated (objects, Table rows, or metadata)."""
 
     def __init__(self, kind: Kind, accept: codec.Accept, table: Callable[[Kind, list[Obj], bool], Obj] | None,
-                 pb: protobuf.Encoder):
+                 pb: protobuf.Encoder, shared: _Encoded | None = None):
         self.kind = kind
         self.protobuf = pb
         self.accept = accept
         self.table = table
         self.first_table = True
         self.plain = not accept.form and not accept.yaml and not accept.protobuf and not convert.needs_conversion(kind)
+        # What an event's bytes depend on besides the event and its type; None: not shared (Table rows carry
+        # column definitions in a stream's first event).
+        self.form: Any = None if accept.form == "Table" else "json" if self.plain else (
+            kind.group, kind.version, kind.kind, accept.form, accept.version, accept.yaml, accept.protobuf)
+        self.shared = shared if self.form is not None else None
 
     def event(self, t: str, ev: Event) -> bytes:
-        return self.line(t, convert.from_storage(ev.obj, self.kind), ev.value)
+        shared = self.shared
+        if shared is None:
+            return self.line(t, convert.from_storage(ev.obj, self.kind), ev.value)
+        forms = shared.of(ev)
+        key = (self.form, t)
+        data = forms.get(key)
+        if data is None:
+            data = forms[key] = self.line(t, convert.from_storage(ev.obj, self.kind), ev.value)
+        return data
 
     def line(self, t: str, obj: Obj, encoded: str | None = None) -> bytes:
         if t in (ADDED, MODIFIED, DELETED):
