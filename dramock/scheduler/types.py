@@ -49,6 +49,10 @@ class AllocationInput:
     # The slices that can matter on `node`: its node-local ones and every slice without nodeName; None: all
     # of `slices` (which stays the whole list: pool completeness looks at every node's slices).
     node_slices: list[Obj] | None = None
+    # The slices without nodeName, when the caller keeps them apart: the node then sees `node_slices` (its
+    # node-local ones; None: none) and these. Passing the same list object (and the same `slices`) while the
+    # slices do not change lets the allocator share its view of them across nodes and calls.
+    shared_slices: list[Obj] | None = None
     # Explanation mode (dramock.scheduler.explain.Tracer): told why each device was passed over; None on the
     # scheduler's path, where the allocator then does no extra work.
     tracer: Any = None

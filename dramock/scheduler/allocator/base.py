@@ -8,7 +8,7 @@ from typing import Any
 
 from dramock.scheduler.allocator.allocated import allocated_devices
 from dramock.scheduler.allocator.constraints import _Constraint
-from dramock.scheduler.allocator.model import _Dev, _Pool, _Req
+from dramock.scheduler.allocator.model import _Dev, _Pool, _Req, _View
 from dramock.scheduler.types import AllocationInput, Obj
 
 
@@ -45,11 +45,10 @@ class _State:
         self.compat_state: dict[tuple, Any] = {}  # (pool id, counter set) -> intersection state
         self.compat_baseline: dict[int, dict[str, Any]] = {}
         self.pools: list[_Pool] = []
+        self.view = _View([], [])  # the pools (gather_pools) and what the search derives from them alone
         self._all_by_pool: dict[tuple, list[Obj]] | None = None
         self.claims = inp.claims
         self.requests: list[list[list[_Req]]] = []  # claim -> request -> alternatives
         self.selected: list[list[int]] = []
         self.constraints: list[list[_Constraint]] = []
-        # (request, attribute) -> that request's candidates grouped by the attribute's value (see narrowed)
-        self.by_attribute: dict[tuple[int, str], dict[Any, list]] = {}
         self.results: list[list[tuple[_Req, _Dev, str | None, dict | None]]] = []

@@ -25,11 +25,19 @@ _ENVS_MAX = 1 << 17
 BUILT_POOLS: dict[tuple, tuple] = {}
 BUILT_POOLS_MAX = 1 << 14
 
+# The sorted-out sets of slices without nodeName (AllocationInput.shared_slices), by the id of that list; each
+# entry holds the list (pools.SliceSet.slices). Bounded.
+SLICE_SETS: dict[int, Any] = {}
+SLICE_SETS_MAX = 8
+SHARED_VIEWS_MAX = 256  # gathered views per slice set (one per distinct node signature, slice list, gates)
+
 
 def clear_caches() -> None:
-    """Drop the device-environment and built-pool caches (the CEL module has its own: cel.clear_caches())."""
+    """Drop the device-environment, built-pool and shared-view caches (the CEL module has its own:
+    cel.clear_caches())."""
     _ENVS.clear()
     BUILT_POOLS.clear()
+    SLICE_SETS.clear()
 
 
 class _Error(Exception):
@@ -172,6 +180,21 @@ class _Pool:
     @property
     def pool_id(self) -> str:
         return f"{self.driver}/{self.name}"
+
+
+class _View:
+    """The pools one allocation searches, in allocation order, and what the search derives from them alone: per
+    selection key the candidate devices, per (candidate list, attribute) those candidates grouped by the
+    attribute's value. Built per allocation, or shared by every node that sees the same pools (pools.SliceSet)."""
+
+    __slots__ = ("bound", "cands", "groups", "pools", "unbound")
+
+    def __init__(self, unbound: list[_Pool], bound: list[_Pool]):
+        self.unbound, self.bound = unbound, bound
+        self.pools = unbound + bound
+        self.cands: dict[tuple, list[_Dev]] = {}
+        # (id of a list in cands, attribute) -> {value: devices}; the ids stay valid while cands holds the lists
+        self.groups: dict[tuple[int, str], dict[Any, list[_Dev]]] = {}
 
 
 class _Req:

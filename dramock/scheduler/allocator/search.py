@@ -166,13 +166,15 @@ class _Allocator(_Results):
     def narrowed(self, ci: int, req: _Req, cands: list[_Dev]) -> list[_Dev]:
         """The candidates a matchAttribute constraint whose value is already fixed still admits, in the same
         order: try_device would refuse the others without changing anything, so only runs that trace every
-        device's reason try them. The devices are grouped by that attribute once per request and allocation."""
+        device's reason try them. The devices are grouped by that attribute once per candidate list (kept with the
+        view of the pools, see candidates)."""
         if self.trace is not None:
             return cands
         for c in self.constraints[ci]:
             if c.distinct or c.sets or not c.values or not c.applies(req) or c.attribute in req.derived:
                 continue
-            groups = self.by_attribute.get((id(req), c.attribute))
+            gkey = (id(cands), c.attribute)
+            groups = self.view.groups.get(gkey)
             if groups is None:
                 groups = {}
                 try:
@@ -182,7 +184,7 @@ class _Allocator(_Results):
                             groups.setdefault(v, []).append(dev)
                 except TypeError:  # a value that cannot be a key: no narrowing by this attribute
                     continue
-                self.by_attribute[(id(req), c.attribute)] = groups
+                self.view.groups[gkey] = groups
             try:
                 return groups.get(c.values[0], [])
             except TypeError:
