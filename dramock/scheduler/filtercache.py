@@ -8,7 +8,9 @@ The key holds exactly those (holdings as per-pool version counters), so a hit re
 would return. Only outcomes that carry no
 per-call data are stored: fits without shareIDs (consumable capacity hands out a fresh one per result) or
 allocationTimestamps (binding conditions), and failures with the generic reason (other reasons name the claim).
-A 500-node cluster in which each pod takes one device then costs one allocator run per pod, not 500.
+A 500-node cluster in which each pod takes one device then costs one allocator run per pod, not 500; so does a
+cluster whose devices are all in shared (nodeSelector / allNodes) pools: nodes without slices of their own whose
+labels the shared slices' node selectors answer alike share one entry (FilterCache.shared_key).
 """
 
 from __future__ import annotations
@@ -58,12 +60,19 @@ class FilterCache:
 
     @staticmethod
     def key(claims: str, node: Obj, cluster_generation: int, pools: list[tuple[str, str]],
-            pool_versions: dict[tuple[str, str], int]) -> tuple[Any, ...]:
-        """`pools`: those of the slices the node sees; `pool_versions`: per pool, a counter bumped whenever
-        what claims hold there changes."""
+            pool_versions: dict[tuple[str, str], int], shared: tuple = ()) -> tuple[Any, ...]:
+        """`pools`: those of the node's own slices; `pool_versions`: per pool, a counter bumped whenever what
+        claims hold there changes; `shared`: the (pool, version) pairs of the pools of the slices without
+        nodeName (the same for every node of a scheduling cycle)."""
         m = node["metadata"]
         return (claims, m["name"], m.get("resourceVersion"), cluster_generation,
-                tuple([(pid, pool_versions.get(pid, 0)) for pid in pools]))
+                tuple([(pid, pool_versions.get(pid, 0)) for pid in pools]), shared)
+
+    @staticmethod
+    def shared_key(claims: str, view: tuple, cluster_generation: int, shared: tuple) -> tuple[Any, ...]:
+        """For a node without slices of its own: `view` (allocator.pools.shared_view_key) stands for the node,
+        whose outcome every node with the same view shares."""
+        return (claims, view, cluster_generation, shared)
 
     def get(self, key: tuple) -> AllocationOutcome | None:
         outcome = self.entries.get(key)
