@@ -30,13 +30,12 @@ def claims_key(claims: list[Obj]) -> str:
 
 
 def pools_of(slices: list[Obj]) -> list[tuple[str, str]]:
-    out = []
+    """The pools of these slices, each once, in the order of their first slice."""
+    out: dict[tuple[str, str], None] = {}
     for sl in slices:
         spec = sl.get("spec") or {}
-        pid = (spec.get("driver", ""), (spec.get("pool") or {}).get("name", ""))
-        if pid not in out:
-            out.append(pid)
-    return out
+        out[(spec.get("driver", ""), (spec.get("pool") or {}).get("name", ""))] = None
+    return list(out)
 
 
 def cacheable(outcome: AllocationOutcome) -> bool:

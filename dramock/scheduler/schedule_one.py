@@ -120,7 +120,7 @@ class SchedulingCycle(BindingCycle):
         alloc_input: dict[str, Any] | None = None
         self.held.refresh()
         slices_by_node, unpinned, local_pools = self._slices_by_node()
-        unpinned_pools = filtercache.pools_of(unpinned)
+        unpinned_pools = self._unpinned_pools()
         unpinned_held = tuple([(pid, self.held.pool_version.get(pid, 0)) for pid in unpinned_pools])
         if dra:
             self._dra_cycles += 1
@@ -148,7 +148,7 @@ class SchedulingCycle(BindingCycle):
 
         shape = self._pod_shape(pod, requests, pending_key) if not allocated and not ext_reqs else None
         if shape is not None:
-            unpinned_versions = tuple(self.held.pool_version.get(pid, 0) for pid in unpinned_pools)
+            unpinned_versions = unpinned_held
         for node in nodes[start:] + nodes[:start]:
             if len(fits) >= wanted:
                 break
