@@ -121,7 +121,8 @@ class SchedulingCycle(BindingCycle):
         self.held.refresh()
         slices_by_node, unpinned, local_pools = self._slices_by_node()
         unpinned_pools = self._unpinned_pools()
-        unpinned_held = tuple([(pid, self.held.pool_version.get(pid, 0)) for pid in unpinned_pools])
+        versions = self.held.pool_version
+        unpinned_held = filtercache.Versions(tuple([(pid, versions.get(pid, 0)) for pid in unpinned_pools]))
         if dra:
             self._dra_cycles += 1
         sample = dra and self._dra_cycles % 10 == 1

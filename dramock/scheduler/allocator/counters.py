@@ -7,7 +7,19 @@ from fractions import Fraction
 from typing import Any
 
 from dramock.scheduler.allocator.capacity import _Capacity
-from dramock.scheduler.allocator.model import _Dev, _Pool, _qty
+from dramock.scheduler.allocator.model import _Dev, _Error, _Pool, _qty
+
+_ZERO = Fraction(0)
+_NONE: dict[str, Fraction] = {}
+
+
+def counter_uses(dev: _Dev) -> list[tuple[str, str, Fraction]]:
+    """(counter set, counter, amount) of each counter the device consumes, parsed once per built device."""
+    uses = dev.uses
+    if uses is None:
+        uses = dev.uses = [(cc.get("counterSet"), n, _qty(c))
+                           for cc in dev.consumes for n, c in (cc.get("counters") or {}).items()]
+    return uses
 
 
 class _Counters(_Capacity):
@@ -15,43 +27,67 @@ class _Counters(_Capacity):
         avail = self.available.get(id(pool))
         if avail is None:
             avail = {cs: dict(counters) for cs, counters in pool.counter_sets.items()}
-            for s in pool.all_slices:
-                for d in s["spec"].get("devices") or []:
-                    if (pool.driver, pool.name, d.get("name", "")) not in self.allocated_any:
+            consumers = pool.consumers
+            if consumers is None:
+                consumers = self._consumers(pool)
+            if consumers is not None:
+                allocated = self.allocated_any
+                for did, uses in consumers:
+                    if did not in allocated:
                         continue
-                    for cc in d.get("consumesCounters") or []:
-                        target = avail.get(cc.get("counterSet"))
-                        if target is None:
+                    for cs, n, v in uses:
+                        target = avail.get(cs)
+                        if target is not None and n in target:
+                            target[n] -= v
+            else:  # a quantity that does not parse: in the order the error would show
+                for s in pool.all_slices:
+                    for d in s["spec"].get("devices") or []:
+                        if (pool.driver, pool.name, d.get("name", "")) not in self.allocated_any:
                             continue
-                        for n, c in (cc.get("counters") or {}).items():
-                            if n in target:
-                                target[n] -= _qty(c)
+                        for cc in d.get("consumesCounters") or []:
+                            target = avail.get(cc.get("counterSet"))
+                            if target is None:
+                                continue
+                            for n, c in (cc.get("counters") or {}).items():
+                                if n in target:
+                                    target[n] -= _qty(c)
             self.available[id(pool)] = avail
         return avail
+
+    @staticmethod
+    def _consumers(pool: _Pool) -> list[tuple[tuple, list[tuple[str, str, Fraction]]]] | None:
+        """The pool's counter consumers, parsed once per built pool (None if a quantity does not parse)."""
+        out = []
+        try:
+            for s in pool.all_slices:
+                for d in s["spec"].get("devices") or []:
+                    uses = [(cc.get("counterSet"), n, _qty(c))
+                            for cc in d.get("consumesCounters") or [] for n, c in (cc.get("counters") or {}).items()]
+                    if uses:
+                        out.append(((pool.driver, pool.name, d.get("name", "")), uses))
+        except _Error:
+            return None
+        pool.consumers = out
+        return out
 
     def take_counters(self, dev: _Dev) -> bool:
         pool = dev.pool_obj
         avail = self.pool_available(pool)
         used = self.consumed.setdefault(id(pool), {})
-        adds = []
-        for cc in dev.consumes:
-            cs = cc.get("counterSet")
-            for n, c in (cc.get("counters") or {}).items():
-                adds.append((cs, n, _qty(c)))
-        for cs, n, v in adds:
+        uses = counter_uses(dev)
+        for cs, n, v in uses:
             u = used.setdefault(cs, {})
-            u[n] = u.get(n, Fraction(0)) + v
-        for cs, n, _ in adds:
-            if used[cs][n] > avail.get(cs, {}).get(n, Fraction(0)):
+            u[n] = u.get(n, _ZERO) + v
+        for cs, n, _ in uses:
+            if used[cs][n] > avail.get(cs, _NONE).get(n, _ZERO):
                 self.give_counters(dev)
                 return False
         return True
 
     def give_counters(self, dev: _Dev) -> None:
         used = self.consumed[id(dev.pool_obj)]
-        for cc in dev.consumes:
-            for n, c in (cc.get("counters") or {}).items():
-                used[cc.get("counterSet")][n] -= _qty(c)
+        for cs, n, v in counter_uses(dev):
+            used[cs][n] -= v
 
     def compat_base(self, pool: _Pool) -> dict[str, Any]:
         base = self.compat_baseline.get(id(pool))

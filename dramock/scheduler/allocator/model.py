@@ -30,6 +30,7 @@ BUILT_POOLS_MAX = 1 << 14
 SLICE_SETS: dict[int, Any] = {}
 SLICE_SETS_MAX = 8
 SHARED_VIEWS_MAX = 256  # gathered views per slice set (one per distinct node signature, slice list, gates)
+SIGNATURES_MAX = 1 << 14  # nodes' signatures per slice set
 
 
 def clear_caches() -> None:
@@ -112,7 +113,7 @@ def _attr_value(attr: Any) -> tuple | None:
 
 class _Dev:
     __slots__ = ("allow_multi", "attrs", "binding", "caps", "compat", "consumes", "device", "driver", "id",
-                 "key", "name", "pool", "pool_obj", "slice", "taints")
+                 "key", "name", "pool", "pool_obj", "slice", "taints", "uses")
 
     def __init__(self, pool_obj: _Pool, slice_obj: Obj, device: Obj, rule_taints: list[Obj]):
         spec = slice_obj["spec"]
@@ -131,6 +132,7 @@ class _Dev:
                      (spec.get("pool") or {}).get("generation", 0), self.name) if rv or uid else None)
         self.allow_multi = bool(device.get("allowMultipleAllocations"))
         self.consumes = device.get("consumesCounters") or []
+        self.uses: list[tuple[str, str, Fraction]] | None = None  # consumes, parsed (counters.counter_uses)
         self.compat = any(c.get("compatibilityGroups") for c in self.consumes)
         self.taints = list(device.get("taints") or []) + rule_taints
         self.binding = bool(device.get("bindingConditions"))
@@ -176,6 +178,8 @@ class _Pool:
         self.has_binding = False
         # selection key -> this pool's devices a request with that key may use (see candidates)
         self.selections: dict[tuple, list[_Dev]] = {}
+        # (device id, counter uses) of every device of all_slices that consumes counters (see pool_available)
+        self.consumers: list[tuple[tuple, list[tuple[str, str, Fraction]]]] | None = None
 
     @property
     def pool_id(self) -> str:

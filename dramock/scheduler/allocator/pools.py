@@ -10,6 +10,7 @@ from dramock.scheduler.allocator.model import (
     BUILT_POOLS,
     BUILT_POOLS_MAX,
     SHARED_VIEWS_MAX,
+    SIGNATURES_MAX,
     SLICE_SETS,
     SLICE_SETS_MAX,
     _Dev,
@@ -66,9 +67,18 @@ class SliceSet:
             if any(d.get("bindsToNode") for d in spec.get("devices") or []):
                 self.binds_to_node = True
         self.views: dict[tuple, tuple] = {}
+        self.signatures: dict[int, tuple] = {}  # id(node) -> (node, signature); informers replace nodes
 
     def signature(self, node: Obj | None) -> tuple[bool, ...]:
-        return tuple([node_selector_matches(sel, node) for sel in self.selectors])
+        """Whether each of the distinct node selectors matches the node."""
+        hit = self.signatures.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        sig = tuple([node_selector_matches(sel, node) for sel in self.selectors])
+        if len(self.signatures) >= SIGNATURES_MAX:
+            self.signatures.clear()
+        self.signatures[id(node)] = (node, sig)
+        return sig
 
 
 def slice_set(slices: list[Obj]) -> SliceSet:
