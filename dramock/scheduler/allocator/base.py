@@ -8,7 +8,7 @@ from typing import Any
 
 from dramock.scheduler.allocator.allocated import allocated_devices
 from dramock.scheduler.allocator.constraints import _Constraint
-from dramock.scheduler.allocator.model import _Dev, _Pool, _Req, _View
+from dramock.scheduler.allocator.model import Amount, _Dev, _Pool, _Req, _View
 from dramock.scheduler.types import AllocationInput, Obj
 
 
@@ -40,8 +40,8 @@ class _State:
         self.allocating: dict[tuple, set[int]] = {}
         self.allocating_any: dict[tuple, int] = {}  # device -> number of tentative results (counters)
         self.allocating_capacity: dict[tuple, dict[tuple, Fraction]] = {}
-        self.available: dict[int, dict[str, dict[str, Fraction]]] = {}  # id(pool) -> counters left
-        self.consumed: dict[int, dict[str, dict[str, Fraction]]] = {}  # id(pool) -> tentatively used
+        self.available: dict[int, dict[str, dict[str, Amount]]] = {}  # id(pool) -> counters left
+        self.consumed: dict[int, dict[str, dict[str, Amount]]] = {}  # id(pool) -> tentatively used
         self.compat_state: dict[tuple, Any] = {}  # (pool id, counter set) -> intersection state
         self.compat_baseline: dict[int, dict[str, Any]] = {}
         self.pools: list[_Pool] = []

@@ -3,27 +3,26 @@ pool, as allocated, in-flight and tentatively chosen devices consume them."""
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 from dramock.scheduler.allocator.capacity import _Capacity
-from dramock.scheduler.allocator.model import _Dev, _Error, _Pool, _qty
+from dramock.scheduler.allocator.model import Amount, _amount, _Dev, _Error, _Pool, _qty
 
-_ZERO = Fraction(0)
-_NONE: dict[str, Fraction] = {}
+_ZERO = 0
+_NONE: dict[str, Amount] = {}
 
 
-def counter_uses(dev: _Dev) -> list[tuple[str, str, Fraction]]:
+def counter_uses(dev: _Dev) -> list[tuple[str, str, Amount]]:
     """(counter set, counter, amount) of each counter the device consumes, parsed once per built device."""
     uses = dev.uses
     if uses is None:
-        uses = dev.uses = [(cc.get("counterSet"), n, _qty(c))
+        uses = dev.uses = [(cc.get("counterSet"), n, _amount(c))
                            for cc in dev.consumes for n, c in (cc.get("counters") or {}).items()]
     return uses
 
 
 class _Counters(_Capacity):
-    def pool_available(self, pool: _Pool) -> dict[str, dict[str, Fraction]]:
+    def pool_available(self, pool: _Pool) -> dict[str, dict[str, Amount]]:
         avail = self.available.get(id(pool))
         if avail is None:
             avail = {cs: dict(counters) for cs, counters in pool.counter_sets.items()}
@@ -55,13 +54,13 @@ class _Counters(_Capacity):
         return avail
 
     @staticmethod
-    def _consumers(pool: _Pool) -> list[tuple[tuple, list[tuple[str, str, Fraction]]]] | None:
+    def _consumers(pool: _Pool) -> list[tuple[tuple, list[tuple[str, str, Amount]]]] | None:
         """The pool's counter consumers, parsed once per built pool (None if a quantity does not parse)."""
         out = []
         try:
             for s in pool.all_slices:
                 for d in s["spec"].get("devices") or []:
-                    uses = [(cc.get("counterSet"), n, _qty(c))
+                    uses = [(cc.get("counterSet"), n, _amount(c))
                             for cc in d.get("consumesCounters") or [] for n, c in (cc.get("counters") or {}).items()]
                     if uses:
                         out.append(((pool.driver, pool.name, d.get("name", "")), uses))

@@ -75,6 +75,16 @@ def _parsed_fraction(text: str) -> Fraction:
     return Quantity.parse(text).to_fraction()
 
 
+# A counter amount: an int when whole (the common case: int arithmetic is many times faster than Fraction's, and
+# the two compare and add exactly), else the Fraction.
+Amount = Fraction | int
+
+
+def _amount(v: Any) -> Amount:
+    q = _qty(v)
+    return q.numerator if q.denominator == 1 else q
+
+
 def _qty_or_none(v: Any) -> Quantity | None:
     if v is None:
         return None
@@ -132,7 +142,7 @@ class _Dev:
                      (spec.get("pool") or {}).get("generation", 0), self.name) if rv or uid else None)
         self.allow_multi = bool(device.get("allowMultipleAllocations"))
         self.consumes = device.get("consumesCounters") or []
-        self.uses: list[tuple[str, str, Fraction]] | None = None  # consumes, parsed (counters.counter_uses)
+        self.uses: list[tuple[str, str, Amount]] | None = None  # consumes, parsed (counters.counter_uses)
         self.compat = any(c.get("compatibilityGroups") for c in self.consumes)
         self.taints = list(device.get("taints") or []) + rule_taints
         self.binding = bool(device.get("bindingConditions"))
@@ -174,12 +184,12 @@ class _Pool:
         self.invalid = ""
         self.devices: list[_Dev] = []  # devices visible from the node, in allocation order
         self.all_slices: list[Obj] = []  # current generation, all nodes
-        self.counter_sets: dict[str, dict[str, Fraction]] = {}
+        self.counter_sets: dict[str, dict[str, Amount]] = {}
         self.has_binding = False
         # selection key -> this pool's devices a request with that key may use (see candidates)
         self.selections: dict[tuple, list[_Dev]] = {}
         # (device id, counter uses) of every device of all_slices that consumes counters (see pool_available)
-        self.consumers: list[tuple[tuple, list[tuple[str, str, Fraction]]]] | None = None
+        self.consumers: list[tuple[tuple, list[tuple[str, str, Amount]]]] | None = None
 
     @property
     def pool_id(self) -> str:

@@ -13,9 +13,9 @@ from dramock.scheduler.allocator.model import (
     SIGNATURES_MAX,
     SLICE_SETS,
     SLICE_SETS_MAX,
+    _amount,
     _Dev,
     _Pool,
-    _qty,
     _View,
 )
 from dramock.scheduler.types import Obj
@@ -235,7 +235,7 @@ class _Pools(_State):
                 if cs.get("name") in pool.counter_sets:
                     pool.invalid = f"duplicate counter set name {cs.get('name')}"
                     return
-                pool.counter_sets[cs.get("name")] = {n: _qty(c) for n, c in (cs.get("counters") or {}).items()}
+                pool.counter_sets[cs.get("name")] = {n: _amount(c) for n, c in (cs.get("counters") or {}).items()}
         for s in slices:
             spec = s["spec"]
             if self.partitionable and spec.get("sharedCounters"):
