@@ -69,7 +69,8 @@ class SchedulerBase(SchedulingQueue):
         self.held = HeldDevices(self.claims.get, self.assumed_claims, self.in_flight)
         self.node_usage = NodeUsage(self._requests_of, self.assumed_pods)
         self._slices_view: tuple[int, dict[str, list[Obj]], list[Obj], dict[str, list], list[Obj],
-                                 list[tuple[str, str]]] | None = None
+                                 set[tuple[str, str]]] | None = None
+        self._shared_held = 0  # see _find_node
         self._nodes_view: list[Obj] | None = None  # sorted by name; None after any node event
         self._devices_view: tuple[int, nodeallocatable.DeviceIndex] | None = None
         self._verdicts: dict[tuple, tuple[str | None, list[Obj]]] = {}  # (reason, allocations); see _find_node
@@ -134,7 +135,7 @@ class SchedulerBase(SchedulingQueue):
         view = self._slices_view_now()
         return view[1], view[2], view[3]
 
-    def _unpinned_pools(self) -> list[tuple[str, str]]:
+    def _unpinned_pools(self) -> set[tuple[str, str]]:
         """The pools of the slices without nodeName."""
         return self._slices_view_now()[5]
 
@@ -143,13 +144,13 @@ class SchedulerBase(SchedulingQueue):
         return self._slices_view_now()[4]
 
     def _slices_view_now(self) -> tuple[int, dict[str, list[Obj]], list[Obj], dict[str, list], list[Obj],
-                                        list[tuple[str, str]]]:
+                                        set[tuple[str, str]]]:
         if self._slices_view is None or self._slices_view[0] != self.cluster_generation:
             everything = self.slices.list()
             by_node, unpinned = slices_by_node_name(everything)
             pools = {name: filtercache.pools_of(slices) for name, slices in by_node.items()}
             self._slices_view = (self.cluster_generation, by_node, unpinned, pools, everything,
-                                 filtercache.pools_of(unpinned))
+                                 set(filtercache.pools_of(unpinned)))
         return self._slices_view
 
     def _sorted_nodes(self) -> list[Obj]:

@@ -38,24 +38,6 @@ def pools_of(slices: list[Obj]) -> list[tuple[str, str]]:
     return list(out)
 
 
-class Versions:
-    """A tuple of (pool, version) pairs as part of a cache key, hashed once (a key holding thousands of pools
-    is looked up once per node)."""
-
-    __slots__ = ("_hash", "items")
-
-    def __init__(self, items: tuple):
-        self.items = items
-        self._hash = hash(items)
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Versions) and (self is other or (self._hash == other._hash
-                                                                  and self.items == other.items))
-
-
 def cacheable(outcome: AllocationOutcome) -> bool:
     if outcome.timed_out:
         return False
@@ -77,16 +59,16 @@ class FilterCache:
 
     @staticmethod
     def key(claims: str, node: Obj, cluster_generation: int, pools: list[tuple[str, str]],
-            pool_versions: dict[tuple[str, str], int], shared: Versions | None = None) -> tuple[Any, ...]:
+            pool_versions: dict[tuple[str, str], int], shared: int = 0) -> tuple[Any, ...]:
         """`pools`: those of the node's own slices; `pool_versions`: per pool, a counter bumped whenever what
-        claims hold there changes; `shared`: the (pool, version) pairs of the pools of the slices without
-        nodeName (the same for every node of a scheduling cycle)."""
+        claims hold there changes; `shared`: a counter bumped whenever what claims hold in any pool of the
+        slices without nodeName changes (their versions, in one number)."""
         m = node["metadata"]
         return (claims, m["name"], m.get("resourceVersion"), cluster_generation,
                 tuple([(pid, pool_versions.get(pid, 0)) for pid in pools]), shared)
 
     @staticmethod
-    def shared_key(claims: str, view: tuple, cluster_generation: int, shared: Versions) -> tuple[Any, ...]:
+    def shared_key(claims: str, view: tuple, cluster_generation: int, shared: int) -> tuple[Any, ...]:
         """For a node without slices of its own: `view` (allocator.pools.shared_view_key) stands for the node,
         whose outcome every node with the same view shares."""
         return (claims, view, cluster_generation, shared)

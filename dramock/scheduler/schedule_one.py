@@ -120,9 +120,12 @@ class SchedulingCycle(BindingCycle):
         alloc_input: dict[str, Any] | None = None
         self.held.refresh()
         slices_by_node, unpinned, local_pools = self._slices_by_node()
-        unpinned_pools = self._unpinned_pools()
-        versions = self.held.pool_version
-        unpinned_held = filtercache.Versions(tuple([(pid, versions.get(pid, 0)) for pid in unpinned_pools]))
+        # What claims hold in the pools of the slices without nodeName, as one number: bumped when any of them
+        # moved (the slices view, and so the set of those pools, is part of every key through cluster_generation).
+        changed, self.held.changed_pools = self.held.changed_pools, set()
+        if changed and not changed.isdisjoint(self._unpinned_pools()):
+            self._shared_held += 1
+        unpinned_held = self._shared_held
         if dra:
             self._dra_cycles += 1
         sample = dra and self._dra_cycles % 10 == 1
@@ -148,8 +151,6 @@ class SchedulingCycle(BindingCycle):
                     usage.get(name, ({}, 0))[1], name)
 
         shape = self._pod_shape(pod, requests, pending_key) if not allocated and not ext_reqs else None
-        if shape is not None:
-            unpinned_versions = unpinned_held
         for node in nodes[start:] + nodes[:start]:
             if len(fits) >= wanted:
                 break
@@ -157,7 +158,7 @@ class SchedulingCycle(BindingCycle):
             name = node["metadata"]["name"]
             if shape is not None:
                 vkey = (shape, name, node["metadata"].get("resourceVersion"), self.node_usage.version.get(name, 0),
-                        self.cluster_generation, unpinned_versions,
+                        self.cluster_generation, unpinned_held,
                         tuple([self.held.pool_version.get(pid, 0) for pid in local_pools.get(name, ())]))
                 verdict = self._verdicts.get(vkey)
                 if verdict is not None:

@@ -59,6 +59,7 @@ class HeldDevices:
         self._consuming: Counter[tuple] = Counter()
         self.devices = AllocatedDevices()  # live: what the allocator reads
         self.pool_version: Counter[tuple[str, str]] = Counter()
+        self.changed_pools: set[tuple[str, str]] = set()  # pools whose version moved since the loop last looked
         self.pool_results: Counter[tuple[str, str]] = Counter()  # results per pool (the spreading score)
 
     # Change notifications.
@@ -95,6 +96,7 @@ class HeldDevices:
         for did, exclusive, caps in contribution:
             pid = did[:2]
             self.pool_version[pid] += 1
+            self.changed_pools.add(pid)
             self.pool_results[pid] += sign
             if exclusive is None:
                 continue
