@@ -207,8 +207,9 @@ class _View:
         self.unbound, self.bound = unbound, bound
         self.pools = unbound + bound
         self.cands: dict[tuple, list[_Dev]] = {}
-        # (id of a list in cands, attribute) -> {value: devices}; the ids stay valid while cands holds the lists
-        self.groups: dict[tuple[int, str], dict[Any, list[_Dev]]] = {}
+        # (id of a candidate list, attribute) -> (that list, {value: devices}); the entry holds the list, so the id
+        # stays its own while the entry lives
+        self.groups: dict[tuple[int, str], tuple[list[_Dev], dict[Any, list[_Dev]]]] = {}
 
 
 class _Req:

@@ -120,7 +120,7 @@ class _Requests(_Tracing):
                 out.extend(chosen)
             if len(view.cands) >= 64:
                 view.cands.clear()
-                view.groups.clear()  # keyed by the ids of the lists just dropped
+                view.groups.clear()
             view.cands[key] = out
         req.cands = out
         if self.trace is not None:

@@ -174,8 +174,10 @@ class _Allocator(_Results):
             if c.distinct or c.sets or not c.values or not c.applies(req) or c.attribute in req.derived:
                 continue
             gkey = (id(cands), c.attribute)
-            groups = self.view.groups.get(gkey)
-            if groups is None:
+            hit = self.view.groups.get(gkey)
+            if hit is not None and hit[0] is cands:
+                groups = hit[1]
+            else:
                 groups = {}
                 try:
                     for dev in cands:
@@ -184,7 +186,9 @@ class _Allocator(_Results):
                             groups.setdefault(v, []).append(dev)
                 except TypeError:  # a value that cannot be a key: no narrowing by this attribute
                     continue
-                self.view.groups[gkey] = groups
+                if len(self.view.groups) >= 256:
+                    self.view.groups.clear()
+                self.view.groups[gkey] = (cands, groups)
             try:
                 return groups.get(c.values[0], [])
             except TypeError:
