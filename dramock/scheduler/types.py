@@ -46,8 +46,9 @@ class AllocationInput:
     deadline: float | None = None
     # Precomputed from `allocated` + `in_flight` (the allocator then reads only this); None: computed here.
     allocated_devices: AllocatedDevices | None = None
-    # The slices that can matter on `node`: its node-local ones and every slice without nodeName; None: all
-    # of `slices` (which stays the whole list: pool completeness looks at every node's slices).
+    # The slices that can matter on `node`: its node-local ones and every slice without nodeName (only the
+    # node-local ones when `shared_slices` is given); None: all of `slices` (which stays the whole list: pool
+    # completeness looks at every node's slices).
     node_slices: list[Obj] | None = None
     # The slices without nodeName, when the caller keeps them apart: the node then sees `node_slices` (its
     # node-local ones; None: none) and these. Passing the same list object (and the same `slices`) while the

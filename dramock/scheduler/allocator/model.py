@@ -30,7 +30,7 @@ BUILT_POOLS_MAX = 1 << 14
 SLICE_SETS: dict[int, Any] = {}
 SLICE_SETS_MAX = 8
 SHARED_VIEWS_MAX = 256  # gathered views per slice set (one per distinct node signature, slice list, gates)
-SIGNATURES_MAX = 1 << 14  # nodes' signatures per slice set
+SIGNATURES_MAX = 1 << 13  # nodes' signatures per slice set (each entry holds its node object)
 
 
 def clear_caches() -> None:
