@@ -44,6 +44,7 @@ class _State:
         self.consumed: dict[int, dict[str, dict[str, Amount]]] = {}  # id(pool) -> tentatively used
         self.compat_state: dict[tuple, Any] = {}  # (pool id, counter set) -> intersection state
         self.compat_baseline: dict[int, dict[str, Any]] = {}
+        self.dead: dict[int, bool] = {}  # id(pool) -> no device of it can be taken (counters.pool_dead)
         self.pools: list[_Pool] = []
         self.view = _View([], [])  # the pools (gather_pools) and what the search derives from them alone
         self._all_by_pool: dict[tuple, list[Obj]] | None = None

@@ -88,6 +88,42 @@ class _Counters(_Capacity):
         for cs, n, v in counter_uses(dev):
             used[cs][n] -= v
 
+    def pool_dead(self, pool: _Pool) -> bool:
+        """Whether no device of the pool can go to a request without adminAccess in this allocation, whatever
+        the search has taken so far: each is held (allocated or in flight), or consumes counters it is not
+        already counted in and that the pool lacks even before anything is taken tentatively (tentative takes
+        only add to what is used: every amount of the pool is >= 0). try_device refuses such a device without a
+        trace or a change, so the search may pass the pool over. Once per pool and allocation."""
+        dead = self.dead.get(id(pool))
+        if dead is None:
+            try:
+                dead = self._pool_dead(pool)
+            except _Error:  # a quantity that does not parse: left to try_device, which tells it when it should
+                dead = False
+            self.dead[id(pool)] = dead
+        return dead
+
+    def _pool_dead(self, pool: _Pool) -> bool:
+        allocated, allocated_any = self.allocated, self.allocated_any
+        if not self.partitionable:
+            return all(dev.id in allocated or dev.consumes for dev in pool.devices)
+        if any(v < 0 for dev in pool.devices for _, _, v in counter_uses(dev)):
+            return False
+        avail = None
+        for dev in pool.devices:
+            if dev.id in allocated:
+                continue
+            if not dev.consumes or (self.consumable and dev.allow_multi) or dev.id in allocated_any:
+                return False
+            if avail is None:
+                avail = self.pool_available(pool)
+            need: dict[tuple[str, str], Amount] = {}
+            for cs, n, v in counter_uses(dev):
+                need[(cs, n)] = need.get((cs, n), 0) + v
+            if all(v <= avail.get(cs, _NONE).get(n, _ZERO) for (cs, n), v in need.items()):
+                return False
+        return True
+
     def compat_base(self, pool: _Pool) -> dict[str, Any]:
         base = self.compat_baseline.get(id(pool))
         if base is None:
