@@ -366,6 +366,15 @@ def _partitionable(*devices: dict, counters: dict | None = None, **extra: Any) -
     return [counter_slice, slc("b-devices", NODE, POOL_A, 1, *devices, count=2, **extra)]
 
 
+def _pool_b_partitionable() -> list:
+    """Pool B: the same shape as _partitionable's pool A, with one device of 2Gi."""
+    slices = _partitionable(_consumer(DEV2, "2Gi"))
+    for s, name in zip(slices, ("c-counters", "d-devices"), strict=True):
+        s["metadata"]["name"] = name
+        s["spec"]["pool"]["name"] = POOL_B
+    return slices
+
+
 def _consumer(name: str, mem: str, groups: list | None = None, **extra: Any) -> dict:
     cc: dict = {"counterSet": "gpu-0", "counters": {"memory": {"value": mem}}}
     if groups is not None:
@@ -388,6 +397,14 @@ CASES += [
     Case("partitionable-in-flight-consume-counters", [claim("c0", req(REQ0))],
          _partitionable(_consumer("big", "6Gi"), _consumer(DEV1, "2Gi")),
          in_flight=[allocated("a", (DRIVER_A, POOL_A, "big"))], expect=[[R(REQ0, DEV1)]]),
+    # A pool none of whose devices can be taken (held, or counters short) is passed over; one with adminAccess
+    # may still use its held device.
+    Case("partitionable-full-pool-passed-over", [claim("c0", req(REQ0))],
+         _partitionable(_consumer("big", "6Gi"), _consumer(DEV1, "4Gi")) + _pool_b_partitionable(),
+         allocated=[allocated("a", (DRIVER_A, POOL_A, "big"))], expect=[[R(REQ0, DEV2, pool=POOL_B)]]),
+    Case("partitionable-full-pool-admin-access", [claim("c0", req(REQ0, adminAccess=True))],
+         _partitionable(_consumer("big", "6Gi"), _consumer(DEV1, "4Gi")) + _pool_b_partitionable(),
+         allocated=[allocated("a", (DRIVER_A, POOL_A, "big"))], expect=[[R(REQ0, "big")]]),
     Case("partitionable-gate-off", [claim("c0", req(REQ0))],
          _partitionable(_consumer(DEV1, "4Gi")), gates={"DRAPartitionableDevices": False}, expect=None),
     Case("partitionable-missing-counter-set", [claim("c0", req(REQ0))],
