@@ -199,10 +199,10 @@ class _Pool:
 class _View:
     """The pools one allocation searches, in allocation order, and what the search derives from them alone: per
     selection key the candidate devices, per (candidate list, attribute) those candidates grouped by the
-    attribute's value, per candidate list its runs of one pool's devices. Built per allocation, or shared by
-    every node that sees the same pools (pools.SliceSet)."""
+    attribute's value. Built per allocation, or shared by every node that sees the same pools
+    (pools.SliceSet)."""
 
-    __slots__ = ("bound", "cands", "groups", "pools", "runs", "unbound")
+    __slots__ = ("bound", "cands", "groups", "pools", "unbound")
 
     def __init__(self, unbound: list[_Pool], bound: list[_Pool]):
         self.unbound, self.bound = unbound, bound
@@ -211,8 +211,6 @@ class _View:
         # (id of a candidate list, attribute) -> (that list, {value: devices}); the entry holds the list, so the id
         # stays its own while the entry lives
         self.groups: dict[tuple[int, str], tuple[list[_Dev], dict[Any, list[_Dev]]]] = {}
-        # id of a candidate list -> (that list, its runs of one pool's devices: (pool, start, end))
-        self.runs: dict[int, tuple[list[_Dev], list[tuple[_Pool, int, int]]]] = {}
 
 
 class _Req:

@@ -121,7 +121,6 @@ class _Requests(_Tracing):
             if len(view.cands) >= 64:
                 view.cands.clear()
                 view.groups.clear()
-                view.runs.clear()
             view.cands[key] = out
         req.cands = out
         if self.trace is not None:

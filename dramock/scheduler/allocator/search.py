@@ -15,7 +15,6 @@ from dramock.scheduler.allocator.model import (
     _Error,
     _kobj,
     _MaxSize,
-    _Pool,
     _Req,
     _Timeout,
 )
@@ -160,37 +159,23 @@ class _Allocator(_Results):
             return undo is not None and self._descend(ci, ri, req, di, undo)
         cands = self.narrowed(ci, req, self.candidates(ci, req))
         if cands is req.cands and self.trace is None and not req.admin:
-            # Pool by pool, passing over the pools none of whose devices try_device would take (pool_dead).
-            for pool, lo, hi in self.segments(cands):
-                if self.pool_dead(pool):
+            # Passing over the pools none of whose devices try_device would take (pool_dead).
+            pool, dead = None, False
+            for dev in cands:
+                if dev.pool_obj is not pool:
+                    pool = dev.pool_obj
+                    dead = self.pool_dead(pool)
+                if dead:
                     continue
-                for i in range(lo, hi):
-                    undo = self.try_device(ci, req, cands[i], False)
-                    if undo is not None and self._descend(ci, ri, req, di, undo):
-                        return True
+                undo = self.try_device(ci, req, dev, False)
+                if undo is not None and self._descend(ci, ri, req, di, undo):
+                    return True
             return False
         for dev in cands:
             undo = self.try_device(ci, req, dev, False)
             if undo is not None and self._descend(ci, ri, req, di, undo):
                 return True
         return False
-
-    def segments(self, cands: list[_Dev]) -> list[tuple[_Pool, int, int]]:
-        """The runs of one pool's devices in a candidate list: (pool, start, end); kept with the view."""
-        runs = self.view.runs
-        hit = runs.get(id(cands))
-        if hit is not None and hit[0] is cands:
-            return hit[1]
-        out: list[tuple[_Pool, int, int]] = []
-        start = 0
-        for i in range(1, len(cands) + 1):
-            if i == len(cands) or cands[i].pool_obj is not cands[start].pool_obj:
-                out.append((cands[start].pool_obj, start, i))
-                start = i
-        if len(runs) >= 256:
-            runs.clear()
-        runs[id(cands)] = (cands, out)
-        return out
 
     def narrowed(self, ci: int, req: _Req, cands: list[_Dev]) -> list[_Dev]:
         """The candidates a matchAttribute constraint whose value is already fixed still admits, in the same
