@@ -96,11 +96,29 @@ class _Counters(_Capacity):
         trace or a change, so the search may pass the pool over. Once per pool and allocation."""
         dead = self.dead.get(id(pool))
         if dead is None:
+            dead = self.dead[id(pool)] = self._pool_dead_memo(pool)
+        return dead
+
+    def _pool_dead_memo(self, pool: _Pool) -> bool:
+        """_pool_dead depends on the pool (a built pool is shared by every allocation) and on which of its
+        devices are held: remembered on the pool by exactly that."""
+        consumers = pool.consumers if pool.consumers is not None else self._consumers(pool)
+        if consumers is None:
+            return False  # a quantity that does not parse: left to try_device, which tells it when it should
+        allocated, allocated_any = self.allocated, self.allocated_any
+        key = (self.partitionable, self.consumable,
+               tuple([(dev.id in allocated, dev.id in allocated_any) for dev in pool.devices]),
+               tuple([did in allocated_any for did, _ in consumers]))
+        memo = pool.dead_memo
+        dead = memo.get(key)
+        if dead is None:
             try:
                 dead = self._pool_dead(pool)
-            except _Error:  # a quantity that does not parse: left to try_device, which tells it when it should
+            except _Error:
                 dead = False
-            self.dead[id(pool)] = dead
+            if len(memo) >= 64:
+                memo.clear()
+            memo[key] = dead
         return dead
 
     def _pool_dead(self, pool: _Pool) -> bool:

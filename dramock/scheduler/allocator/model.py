@@ -190,6 +190,8 @@ class _Pool:
         self.selections: dict[tuple, list[_Dev]] = {}
         # (device id, counter uses) of every device of all_slices that consumes counters (see pool_available)
         self.consumers: list[tuple[tuple, list[tuple[str, str, Amount]]]] | None = None
+        # (gates, which devices are held) -> whether no device can be taken (counters.pool_dead)
+        self.dead_memo: dict[tuple, bool] = {}
 
     @property
     def pool_id(self) -> str:
