@@ -659,3 +659,31 @@ def test_shared_view_per_node_signature() -> None:
     binds = slc("b", None, POOL_A, 1, dev(DEV1, bindingConditions=["ready"], bindsToNode=True), allNodes=True)
     assert shared_view_key([binds], NODE_OBJ, True) is None
     assert shared_view_key([binds], NODE_OBJ, False) is not None
+
+
+def test_pool_verdicts_follow_the_loops_pool_versions() -> None:
+    """With the loop's pool versions in the allocated state, what the allocator remembers about a pool (passed
+    over as full, or not) follows each change of what is held there."""
+    from dramock.scheduler.types import AllocatedDevices
+
+    slices = _partitionable(_consumer("big", "6Gi"), _consumer(DEV1, "4Gi")) + _pool_b_partitionable()
+    versions: dict = {}
+    held = AllocatedDevices(pool_version=versions, versions_of=object())
+    big = (DRIVER_A, POOL_A, "big")
+
+    def chosen() -> list:
+        out = allocate(AllocationInput(claims=[claim("c0", req(REQ0))], node=NODE_OBJ, slices=slices,
+                                       classes={CLASS_A: cls(CLASS_A)}, allocated_devices=held,
+                                       gates=FeatureGates({})))
+        assert out.fits, out.reason
+        return [(r["pool"], r["device"]) for r in out.allocations[0]["devices"]["results"]]
+
+    for _ in range(2):
+        assert chosen() == [(POOL_A, "big")]
+        held.exclusive.add(big)
+        held.consuming.add(big)
+        versions[(DRIVER_A, POOL_A)] = versions.get((DRIVER_A, POOL_A), 0) + 1
+        assert chosen() == [(POOL_B, DEV2)]  # pool A: "big" held, DEV1's 4Gi not left
+        held.exclusive.discard(big)
+        held.consuming.discard(big)
+        versions[(DRIVER_A, POOL_A)] += 1

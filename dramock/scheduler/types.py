@@ -24,6 +24,11 @@ class AllocatedDevices:
     exclusive: set[tuple] = field(default_factory=set)  # taken (not adminAccess, not a consumable share)
     consuming: set[tuple] = field(default_factory=set)  # exclusive or shared: its counters are consumed
     capacity: dict[tuple, dict[tuple, Fraction]] = field(default_factory=dict)  # consumed by shares
+    # Kept up to date alongside by the loop: per pool (driver, pool name), a counter bumped whenever what is held
+    # there changes, and an object standing for that series of counters (None: no counters; the allocator then
+    # looks at the devices themselves to tell whether a pool's holdings changed).
+    pool_version: dict[tuple[str, str], int] | None = None
+    versions_of: object | None = None
 
 
 @dataclass

@@ -36,6 +36,7 @@ class _State:
         self.allocated: set[tuple] = held.exclusive
         self.allocated_any: set[tuple] = held.consuming  # exclusive or shared: consumes its counters
         self.allocated_capacity: dict[tuple, dict[tuple, Fraction]] = held.capacity
+        self.pool_version, self.versions_of = held.pool_version, held.versions_of
         # Search state.
         self.allocating: dict[tuple, set[int]] = {}
         self.allocating_any: dict[tuple, int] = {}  # device -> number of tentative results (counters)

@@ -101,14 +101,20 @@ class _Counters(_Capacity):
 
     def _pool_dead_memo(self, pool: _Pool) -> bool:
         """_pool_dead depends on the pool (a built pool is shared by every allocation) and on which of its
-        devices are held: remembered on the pool by exactly that."""
+        devices are held: remembered on the pool by exactly that, or by the pool's version in the loop's series
+        of holdings when the input has one (bumped whenever what is held in the pool changes)."""
         consumers = pool.consumers if pool.consumers is not None else self._consumers(pool)
         if consumers is None:
             return False  # a quantity that does not parse: left to try_device, which tells it when it should
-        allocated, allocated_any = self.allocated, self.allocated_any
-        key = (self.partitionable, self.consumable,
-               tuple([(dev.id in allocated, dev.id in allocated_any) for dev in pool.devices]),
-               tuple([did in allocated_any for did, _ in consumers]))
+        key: tuple
+        if self.pool_version is not None:
+            key = (self.partitionable, self.consumable, self.versions_of,
+                   self.pool_version.get((pool.driver, pool.name), 0))
+        else:
+            allocated, allocated_any = self.allocated, self.allocated_any
+            key = (self.partitionable, self.consumable,
+                   tuple([(dev.id in allocated, dev.id in allocated_any) for dev in pool.devices]),
+                   tuple([did in allocated_any for did, _ in consumers]))
         memo = pool.dead_memo
         dead = memo.get(key)
         if dead is None:
