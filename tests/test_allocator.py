@@ -366,6 +366,15 @@ def _partitionable(*devices: dict, counters: dict | None = None, **extra: Any) -
     return [counter_slice, slc("b-devices", NODE, POOL_A, 1, *devices, count=2, **extra)]
 
 
+def _pool_b_partitionable() -> list:
+    """Pool B: the same shape as _partitionable's pool A, with one device of 2Gi."""
+    slices = _partitionable(_consumer(DEV2, "2Gi"))
+    for s, name in zip(slices, ("c-counters", "d-devices"), strict=True):
+        s["metadata"]["name"] = name
+        s["spec"]["pool"]["name"] = POOL_B
+    return slices
+
+
 def _consumer(name: str, mem: str, groups: list | None = None, **extra: Any) -> dict:
     cc: dict = {"counterSet": "gpu-0", "counters": {"memory": {"value": mem}}}
     if groups is not None:
@@ -388,6 +397,14 @@ CASES += [
     Case("partitionable-in-flight-consume-counters", [claim("c0", req(REQ0))],
          _partitionable(_consumer("big", "6Gi"), _consumer(DEV1, "2Gi")),
          in_flight=[allocated("a", (DRIVER_A, POOL_A, "big"))], expect=[[R(REQ0, DEV1)]]),
+    # A pool none of whose devices can be taken (held, or counters short) is passed over; one with adminAccess
+    # may still use its held device.
+    Case("partitionable-full-pool-passed-over", [claim("c0", req(REQ0))],
+         _partitionable(_consumer("big", "6Gi"), _consumer(DEV1, "4Gi")) + _pool_b_partitionable(),
+         allocated=[allocated("a", (DRIVER_A, POOL_A, "big"))], expect=[[R(REQ0, DEV2, pool=POOL_B)]]),
+    Case("partitionable-full-pool-admin-access", [claim("c0", req(REQ0, adminAccess=True))],
+         _partitionable(_consumer("big", "6Gi"), _consumer(DEV1, "4Gi")) + _pool_b_partitionable(),
+         allocated=[allocated("a", (DRIVER_A, POOL_A, "big"))], expect=[[R(REQ0, "big")]]),
     Case("partitionable-gate-off", [claim("c0", req(REQ0))],
          _partitionable(_consumer(DEV1, "4Gi")), gates={"DRAPartitionableDevices": False}, expect=None),
     Case("partitionable-missing-counter-set", [claim("c0", req(REQ0))],
@@ -583,3 +600,90 @@ def test_cel_cache_keyed_by_resource_version() -> None:
     assert run("a100", "1").fits
     assert run("a100", "1").fits  # served from the cache
     assert not run("v100", "2").fits  # updated slice: new key, evaluated again
+
+
+def _outcome(out) -> tuple:
+    """An outcome without its per-call values (allocationTimestamp, shareIDs)."""
+    if out.allocations is None:
+        return (None, out.reason, out.timed_out)
+    allocs = []
+    for a in out.allocations:
+        a = {k: v for k, v in a.items() if k != "allocationTimestamp"}
+        a["devices"] = {**a["devices"], "results": [{k: v for k, v in r.items() if k != "shareID"}
+                                                     for r in a["devices"]["results"]]}
+        allocs.append(a)
+    return (allocs, out.reason, out.timed_out)
+
+
+def _run_split(case: Case, shared: list, node: dict | None = None):
+    """As _run, with the slices passed as the scheduler passes them: the node's own and the shared ones."""
+    node = case.node if node is None else node
+    name = (node or {}).get("metadata", {}).get("name")
+    local = [s for s in case.slices if s["spec"].get("nodeName") and s["spec"]["nodeName"] == name]
+    return allocate(AllocationInput(
+        claims=case.claims, node=node, slices=case.slices,
+        classes={c["metadata"]["name"]: c for c in case.classes}, allocated=case.allocated,
+        in_flight=case.in_flight, taint_rules=case.taint_rules, gates=FeatureGates(case.gates),
+        node_slices=local, shared_slices=shared))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_shared_slices_same_outcome(case: Case) -> None:
+    """Every case gives the same outcome when the slices without nodeName come apart (shared_slices), on the
+    first call (view gathered) and on the next ones (view reused), on its node and on another one."""
+    shared = [s for s in case.slices if not s["spec"].get("nodeName")]
+    for node in (case.node, NODE2_OBJ):
+        want = _outcome(_run(Case(**{**case.__dict__, "node": node})))
+        assert _outcome(_run_split(case, shared, node)) == want
+        assert _outcome(_run_split(case, shared, node)) == want
+
+
+def test_shared_view_per_node_signature() -> None:
+    """Nodes share a gathered view only when their labels give the same answers to the slices' selectors."""
+    from dramock.scheduler.allocator.pools import shared_view_key
+
+    west = slc("west", None, POOL_A, 1, dev(DEV1), nodeSelector=NODE_SEL_REGION_WEST)
+    anywhere = slc("all", None, POOL_B, 1, dev(DEV2), allNodes=True)
+    shared = [west, anywhere]
+    case = Case("split", [claim("c0", req(REQ0))], shared)
+    west2 = {"metadata": {"name": "worker-3", "labels": {"region": "west"}}}
+    assert shared_view_key(shared, NODE_OBJ, True) == shared_view_key(shared, west2, True)
+    assert shared_view_key(shared, NODE_OBJ, True) != shared_view_key(shared, NODE2_OBJ, True)
+    for _ in range(2):
+        for node, pool, device in ((NODE_OBJ, POOL_A, DEV1), (NODE2_OBJ, POOL_B, DEV2), (west2, POOL_A, DEV1)):
+            out = _run_split(case, shared, node)
+            assert out.fits, out.reason
+            assert [(r["pool"], r["device"]) for r in out.allocations[0]["devices"]["results"]] == [(pool, device)]
+    per_device = slc("pd", None, POOL_A, 1, dev(DEV1, nodeName=NODE), perDeviceNodeSelection=True)
+    assert shared_view_key([per_device], NODE_OBJ, True) is None
+    binds = slc("b", None, POOL_A, 1, dev(DEV1, bindingConditions=["ready"], bindsToNode=True), allNodes=True)
+    assert shared_view_key([binds], NODE_OBJ, True) is None
+    assert shared_view_key([binds], NODE_OBJ, False) is not None
+
+
+def test_pool_verdicts_follow_the_loops_pool_versions() -> None:
+    """With the loop's pool versions in the allocated state, what the allocator remembers about a pool (passed
+    over as full, or not) follows each change of what is held there."""
+    from dramock.scheduler.types import AllocatedDevices
+
+    slices = _partitionable(_consumer("big", "6Gi"), _consumer(DEV1, "4Gi")) + _pool_b_partitionable()
+    versions: dict = {}
+    held = AllocatedDevices(pool_version=versions, versions_of=object())
+    big = (DRIVER_A, POOL_A, "big")
+
+    def chosen() -> list:
+        out = allocate(AllocationInput(claims=[claim("c0", req(REQ0))], node=NODE_OBJ, slices=slices,
+                                       classes={CLASS_A: cls(CLASS_A)}, allocated_devices=held,
+                                       gates=FeatureGates({})))
+        assert out.fits, out.reason
+        return [(r["pool"], r["device"]) for r in out.allocations[0]["devices"]["results"]]
+
+    for _ in range(2):
+        assert chosen() == [(POOL_A, "big")]
+        held.exclusive.add(big)
+        held.consuming.add(big)
+        versions[(DRIVER_A, POOL_A)] = versions.get((DRIVER_A, POOL_A), 0) + 1
+        assert chosen() == [(POOL_B, DEV2)]  # pool A: "big" held, DEV1's 4Gi not left
+        held.exclusive.discard(big)
+        held.consuming.discard(big)
+        versions[(DRIVER_A, POOL_A)] += 1

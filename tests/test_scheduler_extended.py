@@ -131,6 +131,46 @@ def test_classic_fit_on_nodes_listing_the_resource_and_filter_timeout():
                            "1 timed out trying to allocate devices."
 
 
+def test_nodes_seeing_the_same_shared_slices_share_one_allocation():
+    """Nodes without slices of their own whose labels the shared slices' selectors answer alike get one allocator
+    run per cycle between them; a node with other labels, or with a slice of its own, gets its own."""
+    from dramock.scheduler.allocator import allocate
+
+    calls: list[str] = []
+
+    def counting(inp: AllocationInput) -> AllocationOutcome:
+        calls.append(inp.node["metadata"]["name"])
+        return allocate(inp)
+
+    def node(name: str, dra: str) -> dict:
+        return {"metadata": {"name": name, "labels": {"dra": dra}}, "status": {"allocatable": {"pods": "10"}}}
+
+    selector = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "dra", "operator": "In", "values": ["yes"]}]}]}
+    slices = [
+        {"metadata": {"name": "shared", "uid": "s1", "resourceVersion": "1"},
+         "spec": {"driver": "d", "pool": {"name": "shared", "generation": 1, "resourceSliceCount": 1},
+                  "nodeSelector": selector, "devices": [{"name": "dev-0"}]}},
+        {"metadata": {"name": "own", "uid": "s2", "resourceVersion": "1"},
+         "spec": {"driver": "d", "pool": {"name": "n-4", "generation": 1, "resourceSliceCount": 1},
+                  "nodeName": "n-4", "devices": [{"name": "local-0"}]}}]
+    klass = {"metadata": {"name": "c"}, "spec": {"selectors": [{"cel": {"expression": 'device.driver == "d"'}}]}}
+    s = _sched_with(counting, [klass], [node("n-1", "yes"), node("n-2", "yes"), node("n-3", "no"),
+                                        node("n-4", "yes")])
+    for sl in slices:
+        s.slices.cache[sl["metadata"]["name"]] = sl
+    claim = {"metadata": {"name": "c1", "namespace": "d", "uid": "cu1"},
+             "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "c"}}]}}}
+    p = {"metadata": {"name": "p", "namespace": "d", "uid": "u1"}, "spec": {"containers": [{"name": "c"}]}}
+    name, allocs, _ = s._find_node(p, [claim])  # noqa: SLF001
+    assert sorted(calls) == ["n-1", "n-3", "n-4"]  # n-2 shares n-1's outcome
+    allocation = allocs[0][1]
+    assert name in ("n-1", "n-2", "n-4") and len(allocation["devices"]["results"]) == 1
+    if allocation["devices"]["results"][0]["pool"] == "shared":
+        assert allocation["nodeSelector"] == selector
+    else:
+        assert name == "n-4"
+
+
 # ---------------------------------------------------------------- end to end
 
 

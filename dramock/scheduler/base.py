@@ -68,7 +68,9 @@ class SchedulerBase(SchedulingQueue):
         # Incremental views over claims and pods (what each attempt would otherwise recompute from scratch).
         self.held = HeldDevices(self.claims.get, self.assumed_claims, self.in_flight)
         self.node_usage = NodeUsage(self._requests_of, self.assumed_pods)
-        self._slices_view: tuple[int, dict[str, list[Obj]], list[Obj], dict[str, list]] | None = None
+        self._slices_view: tuple[int, dict[str, list[Obj]], list[Obj], dict[str, list], list[Obj],
+                                 set[tuple[str, str]]] | None = None
+        self._shared_held = 0  # see _find_node
         self._nodes_view: list[Obj] | None = None  # sorted by name; None after any node event
         self._devices_view: tuple[int, nodeallocatable.DeviceIndex] | None = None
         self._verdicts: dict[tuple, tuple[str | None, list[Obj]]] = {}  # (reason, allocations); see _find_node
@@ -130,11 +132,26 @@ class SchedulerBase(SchedulingQueue):
 
     def _slices_by_node(self) -> tuple[dict[str, list[Obj]], list[Obj], dict[str, list]]:
         """Node-local slices by node, the other slices, and the pools of each node's local slices."""
+        view = self._slices_view_now()
+        return view[1], view[2], view[3]
+
+    def _unpinned_pools(self) -> set[tuple[str, str]]:
+        """The pools of the slices without nodeName."""
+        return self._slices_view_now()[5]
+
+    def _all_slices(self) -> list[Obj]:
+        """Every slice: one list object while the slices do not change (the allocator keys its caches on it)."""
+        return self._slices_view_now()[4]
+
+    def _slices_view_now(self) -> tuple[int, dict[str, list[Obj]], list[Obj], dict[str, list], list[Obj],
+                                        set[tuple[str, str]]]:
         if self._slices_view is None or self._slices_view[0] != self.cluster_generation:
-            by_node, unpinned = slices_by_node_name(self.slices.list())
+            everything = self.slices.list()
+            by_node, unpinned = slices_by_node_name(everything)
             pools = {name: filtercache.pools_of(slices) for name, slices in by_node.items()}
-            self._slices_view = (self.cluster_generation, by_node, unpinned, pools)
-        return self._slices_view[1], self._slices_view[2], self._slices_view[3]
+            self._slices_view = (self.cluster_generation, by_node, unpinned, pools, everything,
+                                 set(filtercache.pools_of(unpinned)))
+        return self._slices_view
 
     def _sorted_nodes(self) -> list[Obj]:
         if self._nodes_view is None:

@@ -8,7 +8,9 @@ The key holds exactly those (holdings as per-pool version counters), so a hit re
 would return. Only outcomes that carry no
 per-call data are stored: fits without shareIDs (consumable capacity hands out a fresh one per result) or
 allocationTimestamps (binding conditions), and failures with the generic reason (other reasons name the claim).
-A 500-node cluster in which each pod takes one device then costs one allocator run per pod, not 500.
+A 500-node cluster in which each pod takes one device then costs one allocator run per pod, not 500; so does a
+cluster whose devices are all in shared (nodeSelector / allNodes) pools: nodes without slices of their own whose
+labels the shared slices' node selectors answer alike share one entry (FilterCache.shared_key).
 """
 
 from __future__ import annotations
@@ -28,13 +30,12 @@ def claims_key(claims: list[Obj]) -> str:
 
 
 def pools_of(slices: list[Obj]) -> list[tuple[str, str]]:
-    out = []
+    """The pools of these slices, each once, in the order of their first slice."""
+    out: dict[tuple[str, str], None] = {}
     for sl in slices:
         spec = sl.get("spec") or {}
-        pid = (spec.get("driver", ""), (spec.get("pool") or {}).get("name", ""))
-        if pid not in out:
-            out.append(pid)
-    return out
+        out[(spec.get("driver", ""), (spec.get("pool") or {}).get("name", ""))] = None
+    return list(out)
 
 
 def cacheable(outcome: AllocationOutcome) -> bool:
@@ -58,12 +59,19 @@ class FilterCache:
 
     @staticmethod
     def key(claims: str, node: Obj, cluster_generation: int, pools: list[tuple[str, str]],
-            pool_versions: dict[tuple[str, str], int]) -> tuple[Any, ...]:
-        """`pools`: those of the slices the node sees; `pool_versions`: per pool, a counter bumped whenever
-        what claims hold there changes."""
+            pool_versions: dict[tuple[str, str], int], shared: int = 0) -> tuple[Any, ...]:
+        """`pools`: those of the node's own slices; `pool_versions`: per pool, a counter bumped whenever what
+        claims hold there changes; `shared`: a counter bumped whenever what claims hold in any pool of the
+        slices without nodeName changes (their versions, in one number)."""
         m = node["metadata"]
         return (claims, m["name"], m.get("resourceVersion"), cluster_generation,
-                tuple([(pid, pool_versions.get(pid, 0)) for pid in pools]))
+                tuple([(pid, pool_versions.get(pid, 0)) for pid in pools]), shared)
+
+    @staticmethod
+    def shared_key(claims: str, view: tuple, cluster_generation: int, shared: int) -> tuple[Any, ...]:
+        """For a node without slices of its own: `view` (allocator.pools.shared_view_key) stands for the node,
+        whose outcome every node with the same view shares."""
+        return (claims, view, cluster_generation, shared)
 
     def get(self, key: tuple) -> AllocationOutcome | None:
         outcome = self.entries.get(key)

@@ -120,16 +120,25 @@ class SchedulingCycle(BindingCycle):
         alloc_input: dict[str, Any] | None = None
         self.held.refresh()
         slices_by_node, unpinned, local_pools = self._slices_by_node()
-        unpinned_pools = filtercache.pools_of(unpinned)
+        # What claims hold in the pools of the slices without nodeName, as one number: bumped when any of them
+        # moved (the slices view, and so the set of those pools, is part of every key through cluster_generation).
+        changed, self.held.changed_pools = self.held.changed_pools, set()
+        if changed and not changed.isdisjoint(self._unpinned_pools()):
+            self._shared_held += 1
+        unpinned_held = self._shared_held
         if dra:
             self._dra_cycles += 1
         sample = dra and self._dra_cycles % 10 == 1
         pending_key = ""
         if pending or ext_reqs:
-            alloc_input = {"slices": self.slices.list(), "classes": classes, "allocated_devices": self.held.devices,
-                           "taint_rules": self.taint_rules.list()}
+            # The same slice lists while the slices do not change: the allocator shares its view of the shared
+            # ones across nodes and pods (AllocationInput.shared_slices).
+            alloc_input = {"slices": self._all_slices(), "shared_slices": unpinned, "classes": classes,
+                           "allocated_devices": self.held.devices, "taint_rules": self.taint_rules.list()}
             pending_key = filtercache.claims_key(pending)
         timeout = self.gates.enabled("DRASchedulerFilterTimeout")
+        binding_on = self.gates.enabled("DRADeviceBindingConditions")
+        from dramock.scheduler.allocator.pools import shared_view_key  # as the allocator: imported on first use
         unavailable: list[Obj] = []
         # As kube-scheduler: stop once enough feasible nodes are found, starting where the last pod stopped.
         wanted = feasible_nodes_to_find(len(nodes))
@@ -142,8 +151,6 @@ class SchedulingCycle(BindingCycle):
                     usage.get(name, ({}, 0))[1], name)
 
         shape = self._pod_shape(pod, requests, pending_key) if not allocated and not ext_reqs else None
-        if shape is not None:
-            unpinned_versions = tuple(self.held.pool_version.get(pid, 0) for pid in unpinned_pools)
         for node in nodes[start:] + nodes[:start]:
             if len(fits) >= wanted:
                 break
@@ -151,7 +158,7 @@ class SchedulingCycle(BindingCycle):
             name = node["metadata"]["name"]
             if shape is not None:
                 vkey = (shape, name, node["metadata"].get("resourceVersion"), self.node_usage.version.get(name, 0),
-                        self.cluster_generation, unpinned_versions,
+                        self.cluster_generation, unpinned_held,
                         tuple([self.held.pool_version.get(pid, 0) for pid in local_pools.get(name, ())]))
                 verdict = self._verdicts.get(vkey)
                 if verdict is not None:
@@ -178,11 +185,15 @@ class SchedulingCycle(BindingCycle):
             if reason is None and to_allocate:
                 assert alloc_input is not None
                 deadline = time.monotonic() + FILTER_TIMEOUT if timeout else None
-                node_slices = slices_by_node.get(node["metadata"]["name"], []) + unpinned
-                ckey = self.filter_cache.key(pending_key if special is None else filtercache.claims_key(to_allocate),
-                                             node, self.cluster_generation,
-                                             local_pools.get(node["metadata"]["name"], []) + unpinned_pools,
-                                             self.held.pool_version)
+                node_slices = slices_by_node.get(name, [])
+                ckeyed = pending_key if special is None else filtercache.claims_key(to_allocate)
+                # A node without slices of its own gets the outcome of any node whose labels the shared slices'
+                # selectors answer alike (same claims and held devices): the outcome cannot name the node then.
+                view = shared_view_key(unpinned, node, binding_on) if not node_slices else None
+                ckey = (self.filter_cache.shared_key(ckeyed, view, self.cluster_generation, unpinned_held)
+                        if view is not None else
+                        self.filter_cache.key(ckeyed, node, self.cluster_generation, local_pools.get(name, []),
+                                              self.held.pool_version, unpinned_held))
                 outcome = self.filter_cache.get(ckey)
                 if outcome is None:
                     outcome = self.allocate(AllocationInput(claims=to_allocate, node=node, gates=self.gates,

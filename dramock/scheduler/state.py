@@ -57,8 +57,10 @@ class HeldDevices:
         self._in_flight_by_name: dict[tuple[str, str], str] = {}  # (ns, name) -> uid while in flight
         self._exclusive: Counter[tuple] = Counter()
         self._consuming: Counter[tuple] = Counter()
-        self.devices = AllocatedDevices()  # live: what the allocator reads
         self.pool_version: Counter[tuple[str, str]] = Counter()
+        # live: what the allocator reads (with the pool versions, which let it remember per-pool verdicts)
+        self.devices = AllocatedDevices(pool_version=self.pool_version, versions_of=object())
+        self.changed_pools: set[tuple[str, str]] = set()  # pools whose version moved since the loop last looked
         self.pool_results: Counter[tuple[str, str]] = Counter()  # results per pool (the spreading score)
 
     # Change notifications.
@@ -95,6 +97,7 @@ class HeldDevices:
         for did, exclusive, caps in contribution:
             pid = did[:2]
             self.pool_version[pid] += 1
+            self.changed_pools.add(pid)
             self.pool_results[pid] += sign
             if exclusive is None:
                 continue

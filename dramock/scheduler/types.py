@@ -24,6 +24,11 @@ class AllocatedDevices:
     exclusive: set[tuple] = field(default_factory=set)  # taken (not adminAccess, not a consumable share)
     consuming: set[tuple] = field(default_factory=set)  # exclusive or shared: its counters are consumed
     capacity: dict[tuple, dict[tuple, Fraction]] = field(default_factory=dict)  # consumed by shares
+    # Kept up to date alongside by the loop: per pool (driver, pool name), a counter bumped whenever what is held
+    # there changes, and an object standing for that series of counters (None: no counters; the allocator then
+    # looks at the devices themselves to tell whether a pool's holdings changed).
+    pool_version: dict[tuple[str, str], int] | None = None
+    versions_of: object | None = None
 
 
 @dataclass
@@ -46,9 +51,14 @@ class AllocationInput:
     deadline: float | None = None
     # Precomputed from `allocated` + `in_flight` (the allocator then reads only this); None: computed here.
     allocated_devices: AllocatedDevices | None = None
-    # The slices that can matter on `node`: its node-local ones and every slice without nodeName; None: all
-    # of `slices` (which stays the whole list: pool completeness looks at every node's slices).
+    # The slices that can matter on `node`: its node-local ones and every slice without nodeName (only the
+    # node-local ones when `shared_slices` is given); None: all of `slices` (which stays the whole list: pool
+    # completeness looks at every node's slices).
     node_slices: list[Obj] | None = None
+    # The slices without nodeName, when the caller keeps them apart: the node then sees `node_slices` (its
+    # node-local ones; None: none) and these. Passing the same list object (and the same `slices`) while the
+    # slices do not change lets the allocator share its view of them across nodes and calls.
+    shared_slices: list[Obj] | None = None
     # Explanation mode (dramock.scheduler.explain.Tracer): told why each device was passed over; None on the
     # scheduler's path, where the allocator then does no extra work.
     tracer: Any = None

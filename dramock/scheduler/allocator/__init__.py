@@ -35,7 +35,10 @@ Per feature (1.37 gates in dramock.schemas.featuregates):
 Layout (one concept per module, composed into one search object in `search.py`):
   model.py       the pools, devices and requests the search works on; errors; quantities; the CEL env cache
   base.py        the state of one allocation (input, allocated state, the search's tentative state)
-  pools.py       which slices and devices the node sees (pool generations, completeness, validity)
+  pools.py       which slices and devices the node sees (pool generations, completeness, validity); slices
+                 without nodeName passed apart (AllocationInput.shared_slices) are gathered once per set of
+                 answers a node gives their node selectors, and that view (with the candidates and attribute
+                 groups the search derives from it) is shared by every node giving the same answers
   matching.py    whether a device matches a request: class and request selectors, taints
   requests.py    the claims' requests and subrequests, validated, and their candidate devices
   allocated.py   what the allocation results already made hold (the allocated state)

@@ -8,7 +8,7 @@ from typing import Any
 
 from dramock.scheduler.allocator.allocated import allocated_devices
 from dramock.scheduler.allocator.constraints import _Constraint
-from dramock.scheduler.allocator.model import _Dev, _Pool, _Req
+from dramock.scheduler.allocator.model import Amount, _Dev, _Pool, _Req, _View
 from dramock.scheduler.types import AllocationInput, Obj
 
 
@@ -36,20 +36,21 @@ class _State:
         self.allocated: set[tuple] = held.exclusive
         self.allocated_any: set[tuple] = held.consuming  # exclusive or shared: consumes its counters
         self.allocated_capacity: dict[tuple, dict[tuple, Fraction]] = held.capacity
+        self.pool_version, self.versions_of = held.pool_version, held.versions_of
         # Search state.
         self.allocating: dict[tuple, set[int]] = {}
         self.allocating_any: dict[tuple, int] = {}  # device -> number of tentative results (counters)
         self.allocating_capacity: dict[tuple, dict[tuple, Fraction]] = {}
-        self.available: dict[int, dict[str, dict[str, Fraction]]] = {}  # id(pool) -> counters left
-        self.consumed: dict[int, dict[str, dict[str, Fraction]]] = {}  # id(pool) -> tentatively used
+        self.available: dict[int, dict[str, dict[str, Amount]]] = {}  # id(pool) -> counters left
+        self.consumed: dict[int, dict[str, dict[str, Amount]]] = {}  # id(pool) -> tentatively used
         self.compat_state: dict[tuple, Any] = {}  # (pool id, counter set) -> intersection state
         self.compat_baseline: dict[int, dict[str, Any]] = {}
+        self.dead: dict[int, bool] = {}  # id(pool) -> no device of it can be taken (counters.pool_dead)
         self.pools: list[_Pool] = []
+        self.view = _View([], [])  # the pools (gather_pools) and what the search derives from them alone
         self._all_by_pool: dict[tuple, list[Obj]] | None = None
         self.claims = inp.claims
         self.requests: list[list[list[_Req]]] = []  # claim -> request -> alternatives
         self.selected: list[list[int]] = []
         self.constraints: list[list[_Constraint]] = []
-        # (request, attribute) -> that request's candidates grouped by the attribute's value (see narrowed)
-        self.by_attribute: dict[tuple[int, str], dict[Any, list]] = {}
         self.results: list[list[tuple[_Req, _Dev, str | None, dict | None]]] = []

@@ -25,11 +25,20 @@ _ENVS_MAX = 1 << 17
 BUILT_POOLS: dict[tuple, tuple] = {}
 BUILT_POOLS_MAX = 1 << 14
 
+# The sorted-out sets of slices without nodeName (AllocationInput.shared_slices), by the id of that list; each
+# entry holds the list (pools.SliceSet.slices). Bounded.
+SLICE_SETS: dict[int, Any] = {}
+SLICE_SETS_MAX = 8
+SHARED_VIEWS_MAX = 256  # gathered views per slice set (one per distinct node signature, slice list, gates)
+SIGNATURES_MAX = 1 << 13  # nodes' signatures per slice set (each entry holds its node object)
+
 
 def clear_caches() -> None:
-    """Drop the device-environment and built-pool caches (the CEL module has its own: cel.clear_caches())."""
+    """Drop the device-environment, built-pool and shared-view caches (the CEL module has its own:
+    cel.clear_caches())."""
     _ENVS.clear()
     BUILT_POOLS.clear()
+    SLICE_SETS.clear()
 
 
 class _Error(Exception):
@@ -64,6 +73,16 @@ def _parsed_fraction(text: str) -> Fraction:
     """A quantity string's value. The search takes and gives back counters for every device it tries, so the
     few distinct strings of a cluster are parsed once (a Fraction is immutable, safe to share)."""
     return Quantity.parse(text).to_fraction()
+
+
+# A counter amount: an int when whole (the common case: int arithmetic is many times faster than Fraction's, and
+# the two compare and add exactly), else the Fraction.
+Amount = Fraction | int
+
+
+def _amount(v: Any) -> Amount:
+    q = _qty(v)
+    return q.numerator if q.denominator == 1 else q
 
 
 def _qty_or_none(v: Any) -> Quantity | None:
@@ -104,7 +123,7 @@ def _attr_value(attr: Any) -> tuple | None:
 
 class _Dev:
     __slots__ = ("allow_multi", "attrs", "binding", "caps", "compat", "consumes", "device", "driver", "id",
-                 "key", "name", "pool", "pool_obj", "slice", "taints")
+                 "key", "name", "pool", "pool_obj", "slice", "taints", "uses")
 
     def __init__(self, pool_obj: _Pool, slice_obj: Obj, device: Obj, rule_taints: list[Obj]):
         spec = slice_obj["spec"]
@@ -123,6 +142,7 @@ class _Dev:
                      (spec.get("pool") or {}).get("generation", 0), self.name) if rv or uid else None)
         self.allow_multi = bool(device.get("allowMultipleAllocations"))
         self.consumes = device.get("consumesCounters") or []
+        self.uses: list[tuple[str, str, Amount]] | None = None  # consumes, parsed (counters.counter_uses)
         self.compat = any(c.get("compatibilityGroups") for c in self.consumes)
         self.taints = list(device.get("taints") or []) + rule_taints
         self.binding = bool(device.get("bindingConditions"))
@@ -164,14 +184,35 @@ class _Pool:
         self.invalid = ""
         self.devices: list[_Dev] = []  # devices visible from the node, in allocation order
         self.all_slices: list[Obj] = []  # current generation, all nodes
-        self.counter_sets: dict[str, dict[str, Fraction]] = {}
+        self.counter_sets: dict[str, dict[str, Amount]] = {}
         self.has_binding = False
         # selection key -> this pool's devices a request with that key may use (see candidates)
         self.selections: dict[tuple, list[_Dev]] = {}
+        # (device id, counter uses) of every device of all_slices that consumes counters (see pool_available)
+        self.consumers: list[tuple[tuple, list[tuple[str, str, Amount]]]] | None = None
+        # (gates, which devices are held) -> whether no device can be taken (counters.pool_dead)
+        self.dead_memo: dict[tuple, bool] = {}
 
     @property
     def pool_id(self) -> str:
         return f"{self.driver}/{self.name}"
+
+
+class _View:
+    """The pools one allocation searches, in allocation order, and what the search derives from them alone: per
+    selection key the candidate devices, per (candidate list, attribute) those candidates grouped by the
+    attribute's value. Built per allocation, or shared by every node that sees the same pools
+    (pools.SliceSet)."""
+
+    __slots__ = ("bound", "cands", "groups", "pools", "unbound")
+
+    def __init__(self, unbound: list[_Pool], bound: list[_Pool]):
+        self.unbound, self.bound = unbound, bound
+        self.pools = unbound + bound
+        self.cands: dict[tuple, list[_Dev]] = {}
+        # (id of a candidate list, attribute) -> (that list, {value: devices}); the entry holds the list, so the id
+        # stays its own while the entry lives
+        self.groups: dict[tuple[int, str], tuple[list[_Dev], dict[Any, list[_Dev]]]] = {}
 
 
 class _Req:

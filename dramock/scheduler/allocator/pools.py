@@ -3,8 +3,21 @@ pool's newest generation; incomplete and invalid pools; DeviceTaintRules."""
 
 from __future__ import annotations
 
+import json
+
 from dramock.scheduler.allocator.base import _State
-from dramock.scheduler.allocator.model import BUILT_POOLS, BUILT_POOLS_MAX, _Dev, _Pool, _qty
+from dramock.scheduler.allocator.model import (
+    BUILT_POOLS,
+    BUILT_POOLS_MAX,
+    SHARED_VIEWS_MAX,
+    SIGNATURES_MAX,
+    SLICE_SETS,
+    SLICE_SETS_MAX,
+    _amount,
+    _Dev,
+    _Pool,
+    _View,
+)
 from dramock.scheduler.types import Obj
 from dramock.schemas.nodeselector import node_selector_matches
 
@@ -19,6 +32,75 @@ def _node_matches(node: Obj | None, node_name: str | None, all_nodes: bool | Non
     return False
 
 
+def _pool_id(s: Obj) -> tuple[str, str]:
+    spec = s.get("spec") or {}
+    return spec.get("driver", ""), (spec.get("pool") or {}).get("name", "")
+
+
+def _pool_order(p: _Pool) -> tuple[str, str]:
+    return p.driver, p.name
+
+
+class SliceSet:
+    """The slices without nodeName (AllocationInput.shared_slices), sorted out once per list: their pools, the
+    distinct node selectors they carry (whether each matches is all a node's view of them depends on), whether
+    any selects devices per node, and the gathered views by node signature (see gather_pools)."""
+
+    def __init__(self, slices: list[Obj]):
+        self.slices = slices
+        self.pids: set[tuple[str, str]] = set()
+        self.selectors: list[Obj] = []
+        self.node_specific = False  # devices selected per node (or a stray nodeName): no view is shared
+        self.binds_to_node = False
+        seen: dict[str, int] = {}
+        for s in slices:
+            spec = s.get("spec") or {}
+            self.pids.add(_pool_id(s))
+            if spec.get("perDeviceNodeSelection") or spec.get("nodeName"):
+                self.node_specific = True
+            sel = spec.get("nodeSelector")
+            if sel is not None and not spec.get("allNodes"):
+                text = json.dumps(sel, sort_keys=True, separators=(",", ":"))
+                if text not in seen:
+                    seen[text] = len(self.selectors)
+                    self.selectors.append(sel)
+            if any(d.get("bindsToNode") for d in spec.get("devices") or []):
+                self.binds_to_node = True
+        self.views: dict[tuple, tuple] = {}
+        self.signatures: dict[int, tuple] = {}  # id(node) -> (node, signature); informers replace nodes
+
+    def signature(self, node: Obj | None) -> tuple[bool, ...]:
+        """Whether each of the distinct node selectors matches the node."""
+        hit = self.signatures.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        sig = tuple([node_selector_matches(sel, node) for sel in self.selectors])
+        if len(self.signatures) >= SIGNATURES_MAX:
+            self.signatures.clear()
+        self.signatures[id(node)] = (node, sig)
+        return sig
+
+
+def slice_set(slices: list[Obj]) -> SliceSet:
+    hit = SLICE_SETS.get(id(slices))
+    if hit is None or hit.slices is not slices:
+        if len(SLICE_SETS) >= SLICE_SETS_MAX:
+            SLICE_SETS.clear()
+        hit = SLICE_SETS[id(slices)] = SliceSet(slices)
+    return hit
+
+
+def shared_view_key(shared_slices: list[Obj], node: Obj | None, binding_on: bool) -> tuple | None:
+    """For a node without node-local slices: a key such that two such nodes with the same key get the same
+    allocation outcome for the same claims and allocated state (None when the node itself may show in it:
+    devices selected per node, or bindsToNode with DRADeviceBindingConditions on). Valid while the slices
+    do not change."""
+    sset = slice_set(shared_slices)
+    if sset.node_specific or (binding_on and sset.binds_to_node):
+        return None
+    return ("shared", sset.signature(node))
+
+
 class _Pools(_State):
     def slices_of_pool(self, pid: tuple) -> list[Obj]:
         """All slices of a pool, any node and generation (index built on first use)."""
@@ -31,9 +113,44 @@ class _Pools(_State):
         return self._all_by_pool.get(pid, [])
 
     def gather_pools(self) -> None:
+        inp = self.inp
+        shared = inp.shared_slices
+        if shared is None:
+            unbound, bound = self._gather(inp.node_slices if inp.node_slices is not None else inp.slices)
+            self.view = _View(unbound, bound)
+            self.pools = self.view.pools
+            return
+        local = inp.node_slices or []
+        sset = slice_set(shared)
+        if sset.node_specific or any(_pool_id(s) in sset.pids for s in local):
+            # Devices chosen per node, or a pool with slices of both kinds: gathered together, per node.
+            unbound, bound = self._gather(local + shared)
+            self.view = _View(unbound, bound)
+        else:
+            # Which shared slices the node sees depends only on which of their node selectors match it: every
+            # node with the same answers shares one gathered view (and what the search derives from it).
+            rules = inp.taint_rules if self.taint_rules_on else []
+            key = (id(inp.slices), self.partitionable, self.taint_rules_on, tuple(map(id, rules)),
+                   sset.signature(self.node))
+            hit = sset.views.get(key)
+            if hit is None:
+                if len(sset.views) >= SHARED_VIEWS_MAX:
+                    sset.views.clear()
+                hit = sset.views[key] = (inp.slices, rules, _View(*self._gather(shared)))
+            view = hit[-1]
+            if local:
+                unbound, bound = self._gather(local)
+                view = _View(sorted(view.unbound + unbound, key=_pool_order),
+                             sorted(view.bound + bound, key=_pool_order))
+            self.view = view
+        self.pools = self.view.pools
+
+    def _gather(self, node_slices: list[Obj]) -> tuple[list[_Pool], list[_Pool]]:
+        """The pools of these slices that the node sees, each sorted by driver and name: those without binding
+        conditions, and those with (which the search tries last)."""
         by_pool: dict[tuple, list[Obj]] = {}  # node-relevant slices, newest generation
         node, node_name, partitionable = self.node, self.node_name, self.partitionable
-        for s in self.inp.node_slices if self.inp.node_slices is not None else self.inp.slices:
+        for s in node_slices:
             spec = s.get("spec") or {}
             slice_node = spec.get("nodeName")
             if slice_node:
@@ -88,9 +205,9 @@ class _Pools(_State):
             by_name = sorted(slices, key=lambda s: (s.get("metadata") or {}).get("name", ""))
             pool = self.built_pool(pool, all_gen, by_name, rules)
             (bound if pool.has_binding else pools).append(pool)
-        pools.sort(key=lambda p: (p.driver, p.name))
-        bound.sort(key=lambda p: (p.driver, p.name))
-        self.pools = pools + bound
+        pools.sort(key=_pool_order)
+        bound.sort(key=_pool_order)
+        return pools, bound
 
     def built_pool(self, pool: _Pool, all_gen: list[Obj], slices: list[Obj], rules: list[Obj]) -> _Pool:
         """The pool built from these slices: a pool and its devices depend only on the slice and rule objects
@@ -118,7 +235,7 @@ class _Pools(_State):
                 if cs.get("name") in pool.counter_sets:
                     pool.invalid = f"duplicate counter set name {cs.get('name')}"
                     return
-                pool.counter_sets[cs.get("name")] = {n: _qty(c) for n, c in (cs.get("counters") or {}).items()}
+                pool.counter_sets[cs.get("name")] = {n: _amount(c) for n, c in (cs.get("counters") or {}).items()}
         for s in slices:
             spec = s["spec"]
             if self.partitionable and spec.get("sharedCounters"):

@@ -97,23 +97,31 @@ class _Requests(_Tracing):
         return req
 
     def candidates(self, ci: int, req: _Req) -> list[_Dev]:
-        """Devices matching class + request selectors (static, so computed once per request)."""
+        """Devices matching class + request selectors (static, so computed once per request; and, for the same
+        selection key, once per view of the pools, which nodes seeing the same pools share)."""
         if req.cands is not None:
             return req.cands
         key = self.selection_key(req)
-        out: list[_Dev] = []
-        for pool in self.pools:
-            if pool.invalid:
-                continue  # skipped; reported only if nothing else can satisfy the pod (see run)
-            # A built pool is shared by every node and pod until its slices change (see built_pool), and whether
-            # its devices are selectable depends only on the key: remember the answer on the pool.
-            chosen = pool.selections.get(key)
-            if chosen is None:
-                chosen = [dev for dev in pool.devices if self.selectable(ci, req, dev)]
-                if len(pool.selections) >= 64:
-                    pool.selections.clear()
-                pool.selections[key] = chosen
-            out.extend(chosen)
+        view = self.view
+        out = view.cands.get(key)
+        if out is None:
+            out = []
+            for pool in self.pools:
+                if pool.invalid:
+                    continue  # skipped; reported only if nothing else can satisfy the pod (see run)
+                # A built pool is shared by every node and pod until its slices change (see built_pool), and
+                # whether its devices are selectable depends only on the key: remember the answer on the pool.
+                chosen = pool.selections.get(key)
+                if chosen is None:
+                    chosen = [dev for dev in pool.devices if self.selectable(ci, req, dev)]
+                    if len(pool.selections) >= 64:
+                        pool.selections.clear()
+                    pool.selections[key] = chosen
+                out.extend(chosen)
+            if len(view.cands) >= 64:
+                view.cands.clear()
+                view.groups.clear()
+            view.cands[key] = out
         req.cands = out
         if self.trace is not None:
             self.trace_unselectable(ci, req)

@@ -157,7 +157,21 @@ class _Allocator(_Results):
         if req.mode == "All":
             undo = self.try_device(ci, req, req.all_devs[di], True)
             return undo is not None and self._descend(ci, ri, req, di, undo)
-        for dev in self.narrowed(ci, req, self.candidates(ci, req)):
+        cands = self.narrowed(ci, req, self.candidates(ci, req))
+        if cands is req.cands and self.trace is None and not req.admin:
+            # Passing over the pools none of whose devices try_device would take (pool_dead).
+            pool, dead = None, False
+            for dev in cands:
+                if dev.pool_obj is not pool:
+                    pool = dev.pool_obj
+                    dead = self.pool_dead(pool)
+                if dead:
+                    continue
+                undo = self.try_device(ci, req, dev, False)
+                if undo is not None and self._descend(ci, ri, req, di, undo):
+                    return True
+            return False
+        for dev in cands:
             undo = self.try_device(ci, req, dev, False)
             if undo is not None and self._descend(ci, ri, req, di, undo):
                 return True
@@ -166,14 +180,18 @@ class _Allocator(_Results):
     def narrowed(self, ci: int, req: _Req, cands: list[_Dev]) -> list[_Dev]:
         """The candidates a matchAttribute constraint whose value is already fixed still admits, in the same
         order: try_device would refuse the others without changing anything, so only runs that trace every
-        device's reason try them. The devices are grouped by that attribute once per request and allocation."""
+        device's reason try them. The devices are grouped by that attribute once per candidate list (kept with the
+        view of the pools, see candidates)."""
         if self.trace is not None:
             return cands
         for c in self.constraints[ci]:
             if c.distinct or c.sets or not c.values or not c.applies(req) or c.attribute in req.derived:
                 continue
-            groups = self.by_attribute.get((id(req), c.attribute))
-            if groups is None:
+            gkey = (id(cands), c.attribute)
+            hit = self.view.groups.get(gkey)
+            if hit is not None and hit[0] is cands:
+                groups = hit[1]
+            else:
                 groups = {}
                 try:
                     for dev in cands:
@@ -182,7 +200,9 @@ class _Allocator(_Results):
                             groups.setdefault(v, []).append(dev)
                 except TypeError:  # a value that cannot be a key: no narrowing by this attribute
                     continue
-                self.by_attribute[(id(req), c.attribute)] = groups
+                if len(self.view.groups) >= 256:
+                    self.view.groups.clear()
+                self.view.groups[gkey] = (cands, groups)
             try:
                 return groups.get(c.values[0], [])
             except TypeError:

@@ -84,7 +84,7 @@ class _Tracing(_Matching):
                 if need > left:
                     total = dev.pool_obj.counter_sets.get(cs, {}).get(n, Fraction(0))
                     return (f"counter set {cs}: counter {n} needs {_format(need, hint)}, only "
-                            f"{_format(max(left, Fraction(0)), hint)} of {_format(total, hint)} left")
+                            f"{_format(Fraction(max(left, 0)), hint)} of {_format(Fraction(total), hint)} left")
         return "its shared counters are used up"
 
     def why_compat(self, dev: _Dev) -> str:
