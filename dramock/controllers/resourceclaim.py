@@ -205,12 +205,13 @@ class ResourceClaimController(PodGroupClaims):
                     del self.claims_of_pod[pod_uid]
             else:
                 owned.add(m["name"])
+        # The informer has it (or has seen it go): what this controller remembers of its own create is done.
+        self.created.pop((ns, m["name"]), None)
         if type_ == "DELETED":
             # Re-create a generated claim someone deleted while its pod still needs it.
             if pod_name:
                 self.queue.add(("pod", ns, pod_name))
             return
-        self.created.pop((ns, m["name"]), None)
         self.queue.add(("claim", ns, m["name"]))
         # A pod bound to a node waits for its claim's allocation to be reserved.
         for user in sorted(self.pods_using.get((ns, m["name"]), ())):
@@ -335,7 +336,10 @@ class ResourceClaimController(PodGroupClaims):
             self.creates["failure"] += 1
             raise
         self.creates["success"] += 1
-        self.created[(ns, claim["metadata"]["name"])] = claim
+        if self.claims.get(ns, claim["metadata"]["name"]) is None:  # (its watch event can come before the answer)
+            self.created[(ns, claim["metadata"]["name"])] = claim
+        if owner["kind"] == "Pod":  # found by its pod from now on, also before the informer has it
+            self.claims_of_pod.setdefault(owner["uid"], set()).add(claim["metadata"]["name"])
         log.info("created ResourceClaim %s/%s for %s %s", ns, claim["metadata"]["name"], owner["kind"],
                  owner["name"])
         return claim
@@ -343,12 +347,9 @@ class ResourceClaimController(PodGroupClaims):
     def _find_pod_claim(self, pod: Obj, pc: Obj) -> Obj | None:
         """A claim created for this pod claim earlier whose name did not make it into the pod status."""
         ns = pod["metadata"]["namespace"]
-        candidates = {name: c for name in self.claims_of_pod.get(pod["metadata"].get("uid", ""), ())
-                      if (c := self.claims.get(ns, name)) is not None}
-        for (cns, cname), c in self.created.items():
-            if cns == ns:
-                candidates.setdefault(cname, c)
-        for c in candidates.values():
+        candidates = [c for name in sorted(self.claims_of_pod.get(pod["metadata"].get("uid", ""), ()))
+                      if (c := self._claim(ns, name)) is not None]
+        for c in candidates:
             if is_for_pod(pod, c) and (c["metadata"].get("annotations") or {}).get(POD_CLAIM_ANNOTATION) == pc["name"]:
                 return c
         return None
