@@ -27,6 +27,20 @@ Obj = dict[str, Any]
 Handler = Callable[[str, Obj, Obj | None], Any]
 
 
+def resource_version(obj: Obj) -> int:
+    """An object's resourceVersion as a number, to tell which of two copies is newer (0 when it has none)."""
+    try:
+        return int(obj["metadata"].get("resourceVersion") or 0)
+    except (ValueError, TypeError):
+        return 0
+
+
+def newer(candidate: Obj, current: Obj | None) -> bool:
+    """Whether a copy (e.g. a write's answer) may replace a cached one: a watch event can arrive before the answer
+    to the write that caused it, and must not be undone by the older answer."""
+    return current is None or resource_version(candidate) > resource_version(current)
+
+
 def object_key(obj: Obj) -> str:
     """`namespace/name`, or `name` for cluster-scoped objects (client-go's MetaNamespaceKeyFunc)."""
     m = obj["metadata"]

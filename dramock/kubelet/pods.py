@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dramock import timefmt
-from dramock.client.informer import cancel_all, list_and_watch
+from dramock.client.informer import cancel_all, list_and_watch, newer
 from dramock.client.rest import APIStatusError, Client, resource_path
 from dramock.faults import PREPARE_ERROR, PREPARE_TIMEOUT
 from dramock.kubelet.faults import KubeletFaults
@@ -281,7 +281,7 @@ class PodManager:
         updated = await self._set_running(pod)
         self.running.add(uid)
         self._started[uid] = time.time()
-        if uid in self.pods:
+        if uid in self.pods and newer(updated, self.pods[uid]):
             self.pods[uid] = updated
         log.info("pod %s/%s running on %s", m.get("namespace"), m["name"], self.node_name)
         await self._report_cdi_devices(updated, claims)
@@ -430,7 +430,7 @@ class PodManager:
         updated = await self._set_terminated(pod, _exit_code(pod))
         m = pod["metadata"]
         log.info("pod %s/%s %s (%s)", m.get("namespace"), m["name"], _phase(updated), COMPLETE_AFTER_ANNOTATION)
-        if m["uid"] in self.pods:
+        if m["uid"] in self.pods and newer(updated, self.pods[m["uid"]]):
             self.pods[m["uid"]] = updated
         self.kick()  # next round: release its claims
 
@@ -519,7 +519,7 @@ class PodManager:
         if _phase(pod) not in TERMINAL:
             self._log_end(pod, _exit_code(pod), "terminated on deletion (SIGTERM)")
             pod = await self._set_terminated(pod, _exit_code(pod))
-            if uid in self.pods:
+            if uid in self.pods and newer(pod, self.pods[uid]):
                 self.pods[uid] = pod
         if pod["metadata"].get("deletionGracePeriodSeconds") == 0:
             return  # already confirmed; only finalizers keep it

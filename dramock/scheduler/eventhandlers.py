@@ -5,15 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from dramock.client.informer import resource_version
 from dramock.scheduler.base import SchedulerBase
 from dramock.scheduler.framework import Obj
-
-
-def _rv(obj: Obj) -> int:
-    try:
-        return int(obj["metadata"].get("resourceVersion") or 0)
-    except (ValueError, TypeError):
-        return 0
 
 
 class EventHandlers(SchedulerBase):
@@ -83,7 +77,7 @@ class EventHandlers(SchedulerBase):
         k = (m.get("namespace", ""), m["name"])
         self.held.claim_changed(*k)
         assumed = self.assumed_claims.get(k)
-        if assumed is not None and (type_ == "DELETED" or _rv(claim) >= _rv(assumed)
+        if assumed is not None and (type_ == "DELETED" or resource_version(claim) >= resource_version(assumed)
                                     or m.get("uid") != assumed["metadata"].get("uid")):
             del self.assumed_claims[k]
         if old is not None and type_ != "DELETED" and old.get("status") == claim.get("status") and \
