@@ -338,9 +338,9 @@ def _compile_walker(schema: defs.Schema) -> Walker:
     if n.props is not None:
         return _struct_walker(schema, n, generic)
     if n.add is not None:
-        return _map_walker(n, generic)
+        return _elements_walker(n.add, not n.types or "object" in n.types, dict, dict.items, generic)
     if n.items is not None:
-        return _list_walker(n, generic)
+        return _elements_walker(n.items, not n.types or "array" in n.types, list, enumerate, generic)
     return generic
 
 
@@ -392,51 +392,28 @@ def _struct_walker(schema: defs.Schema, n: _Node, generic: Walker) -> Walker:
     return walk
 
 
-def _map_walker(n: _Node, generic: Walker) -> Walker:
-    add = n.add or {}
-    dict_ok = not n.types or "object" in n.types
+def _elements_walker(element: defs.Schema, ok: bool, container: type, pairs: Callable[[Any], Any],
+                     generic: Walker) -> Walker:
+    """A map's values or a list's items: each against `element`, leaves of an allowed type checked in the loop.
+    `pairs` gives (key or index, value): dict.items or enumerate."""
     cell: list[_Child] = []
 
     def walk(value: Any, path: str, report: DecodeReport, owner: str) -> Any:
-        if type(value) is not dict or not dict_ok:
+        if type(value) is not container or not ok:
             return generic(value, path, report, owner)
+        elements: Any = value  # a dict or a list: both are assigned by key or index
         if not cell:
-            cell.append(_child(add, False))
+            cell.append(_child(element, False))
         c = cell[0]
         leaf, rng, cwalk = c.leaf, c.int_range, c.walk
-        for key, v in value.items():  # values are replaced, no key is added or removed
+        for key, v in pairs(value):  # values are replaced, no key or item is added or removed
             t = type(v)
             if t in leaf:
                 if t is not int or rng is None or rng[0] <= v <= rng[1]:
                     continue
             elif v is None and not c.keeps_null:
-                v = _zero(add)
-            value[key] = cwalk(v, f"{path}[{key}]", report, owner)
-        return value
-
-    return walk
-
-
-def _list_walker(n: _Node, generic: Walker) -> Walker:
-    items = n.items or {}
-    list_ok = not n.types or "array" in n.types
-    cell: list[_Child] = []
-
-    def walk(value: Any, path: str, report: DecodeReport, owner: str) -> Any:
-        if type(value) is not list or not list_ok:
-            return generic(value, path, report, owner)
-        if not cell:
-            cell.append(_child(items, False))
-        c = cell[0]
-        leaf, rng, cwalk = c.leaf, c.int_range, c.walk
-        for i, v in enumerate(value):
-            t = type(v)
-            if t in leaf:
-                if t is not int or rng is None or rng[0] <= v <= rng[1]:
-                    continue
-            elif v is None and not c.keeps_null:
-                v = _zero(items)  # Go decodes a null element to the element type's zero value
-            value[i] = cwalk(v, f"{path}[{i}]", report, owner)
+                v = _zero(element)  # Go decodes a null to the type's zero value
+            elements[key] = cwalk(v, f"{path}[{key}]", report, owner)
         return value
 
     return walk
