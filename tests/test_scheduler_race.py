@@ -12,6 +12,7 @@ start, to give the race several chances.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -22,7 +23,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from dramock.client.rest import Client
+from dramock.scheduler import scheduler
 from tests.helpers import Server, spawn, start_server, stop, stop_process, wait_for
+from tests.test_scheduler import SchedulerThread, _allocator
 
 R = "/apis/resource.k8s.io/v1"
 NS = "default"
@@ -268,3 +272,49 @@ def test_shared_claim_allocated_once_two_schedulers(server: Server, tmp_path, po
     finally:
         for p in scheds:
             stop_process(p)
+
+
+def test_claim_event_before_the_write_answer_still_retries_waiting_pods(server: Server):
+    """Two pods share one claim. While the first pod's allocation is being written, the second is parked ("in
+    the process of being allocated"). Here the claim's watch event reaches the scheduler before the answer to its
+    own write, and the second pod is parked again after that event. The answer, which ends the in-flight
+    allocation, must then retry the parked pod: nothing else changes the claim (no kubelet here), and the
+    unschedulable flush is a minute away."""
+    made: list[scheduler.Scheduler] = []
+    parked_after_event: list[bool] = []
+
+    def make(client: Client) -> scheduler.Scheduler:
+        real = client.request
+
+        async def request(method, path, body=None, params=None, content_type="application/json"):
+            out = await real(method, path, body, params, content_type)
+            if path.endswith("/resourceclaims/shared/status") and not parked_after_event:
+                sched, key = made[0], f"{NS}/pod-b"
+                seen = None
+                deadline = time.monotonic() + 20
+                while time.monotonic() < deadline:  # hold the answer until both happened
+                    c = sched.claims.get(NS, "shared")
+                    if seen is None and c is not None and (c.get("status") or {}).get("allocation"):
+                        seen = time.monotonic()
+                    if seen is not None and sched.unschedulable.get(key, 0.0) > seen and sched._in_cycle is None:
+                        parked_after_event.append(True)
+                        break
+                    await asyncio.sleep(0.02)
+            return out
+
+        client.request = request  # type: ignore[method-assign]
+        made.append(scheduler.Scheduler(client, allocate=_allocator()))
+        return made[0]
+
+    setup_cluster(server)
+    sched = SchedulerThread(server.url, make).start()
+    try:
+        make_claim(server, "shared")
+        make_pod(server, "pod-a", "shared")
+        make_pod(server, "pod-b", "shared")
+        assert wait_for(lambda: pod(server, "pod-a")["spec"].get("nodeName"), 30, what="pod-a bound") == "node-1"
+        assert parked_after_event, "pod-b was never parked after the claim's event"
+        assert wait_for(lambda: pod(server, "pod-b")["spec"].get("nodeName"), 20, what="pod-b bound") == "node-1"
+    finally:
+        sched.close()
+    assert sched.error is None

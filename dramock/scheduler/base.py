@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from fractions import Fraction
 
-from dramock.client.informer import Informer
+from dramock.client.informer import Informer, newer
 from dramock.client.rest import Client, resource_path
 from dramock.scheduler import bindingconditions, filtercache, nodeallocatable
 from dramock.scheduler.framework import GROUP, SCHEDULER_NAME, VERSION, Allocate, Obj
@@ -56,7 +56,7 @@ class SchedulerBase(SchedulingQueue):
         self.podgroups: Informer | None = None  # DRAWorkloadResourceClaims with PodGroups served (scheduler.run)
         # Reserve state: allocations reserved but not yet written (claim uid -> claim with status.allocation),
         # claims written but not yet seen by the informer ((ns, name) -> claim), pods bound in memory.
-        self.in_flight: dict[str, Obj] = TrackedDict(lambda uid, claim: self.held.in_flight_changed(uid, claim))
+        self.in_flight: dict[str, Obj] = TrackedDict(self._in_flight_changed)
         self.filter_cache = filtercache.FilterCache()
         self.cluster_generation = 0  # bumped by every slice, class and taint rule event (a filter cache key)
         self._next_start_node = 0
@@ -78,6 +78,22 @@ class SchedulerBase(SchedulingQueue):
         self._binding: set[asyncio.Task] = set()
         self._last_event: dict[str, tuple[str, float]] = {}  # pod uid -> (message, time)
         self.scheduled = 0
+
+    def _in_flight_changed(self, uid: str, claim: Obj) -> None:
+        self.held.in_flight_changed(uid, claim)
+        if uid not in self.in_flight:
+            # The allocation was written (or given up): a cluster event for pods that found the claim in flight.
+            # The claim's own watch event may have come before the write's answer, and so before this.
+            m = claim["metadata"]
+            self._move_all("claim allocation no longer in flight", (m.get("namespace", ""), m["name"]))
+
+    def _assume_claim(self, ns: str, name: str, claim: Obj) -> None:
+        """Remember a claim a write returned until the informer has it, unless the informer already has it or a
+        later version (its watch event can come before the write's answer)."""
+        if newer(claim, self.claims.get(ns, name)):
+            self.assumed_claims[(ns, name)] = claim
+        else:
+            self.assumed_claims.pop((ns, name), None)
 
     @property
     def allocate(self) -> Allocate:

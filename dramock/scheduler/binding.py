@@ -41,11 +41,11 @@ class BindingCycle(DynamicResources):
                 created = await self._create_special_claim(pod, special)
                 cm = created["metadata"]
                 allocated_here.add(cm["uid"])
-                self.assumed_claims[(ns, cm["name"])] = created
+                self._assume_claim(ns, cm["name"], created)
                 updated = await self._prebind_claim(ns, cm["name"], cm["uid"],
                                                     allocations[special["metadata"]["uid"]], pod)
                 if updated is not None:
-                    self.assumed_claims[(ns, cm["name"])] = updated
+                    self._assume_claim(ns, cm["name"], updated)
                     written.append((ns, cm["name"]))
                 self.in_flight.pop(special["metadata"]["uid"], None)
                 claim_names.append(cm["name"])
@@ -57,7 +57,7 @@ class BindingCycle(DynamicResources):
                 cm = claim["metadata"]
                 updated = await self._prebind_claim(ns, cm["name"], cm["uid"], allocations.get(cm["uid"]), pod)
                 if updated is not None:
-                    self.assumed_claims[(ns, cm["name"])] = updated
+                    self._assume_claim(ns, cm["name"], updated)
                     written.append((ns, cm["name"]))
                 self.in_flight.pop(cm["uid"], None)
                 claim_names.append(cm["name"])
