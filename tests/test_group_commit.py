@@ -1,4 +1,4 @@
-"""Group commit of the embedded revision log: writes made in one turn of the event loop share a commit,
+"""Group commit of the embedded revision log: writes made in one or two turns of the event loop share a commit,
 readers and watchers see only committed writes, and a failed commit leaves no trace in memory."""
 
 import asyncio
@@ -39,13 +39,30 @@ def test_writes_in_one_turn_commit_together_and_watchers_hear_after_the_commit(d
             assert s.get("b", "x") == {"n": 1, "rv": 3} and s.revision == 3
             with pytest.raises(KeyExists):
                 s.create("b", "y", {})
-            # ... but nothing is committed or announced before the end of this turn.
+            # ... but nothing is committed or announced before the end of the next turn.
             assert committed_rows(db) == [] and seen == []
             assert len(written) == 1
             await s.wait_durable(written)
         assert committed_rows(db) == [(1, "x"), (2, "y"), (3, "x")]
         # Announced in order, each once every row of the batch was committed.
         assert seen == [(ADDED, "x", 1, 3), (ADDED, "y", 2, 3), (MODIFIED, "x", 3, 3)]
+        s.close()
+    asyncio.run(scenario())
+
+
+def test_a_write_in_the_next_turn_joins_the_batch(db):
+    async def scenario():
+        s = RevisionLog(f"sqlite:///{db}", stamp)
+        seen = []
+        s.subscribe("b", lambda ev: seen.append((ev.name, len(committed_rows(db)))))
+        with track_writes() as written:
+            s.create("b", "x", {})
+            await asyncio.sleep(0)  # the next turn of the loop
+            assert committed_rows(db) == []
+            s.create("b", "y", {})
+            await s.wait_durable(written)
+        # One commit: when the first event was announced, both rows were already in.
+        assert seen == [("x", 2), ("y", 2)]
         s.close()
     asyncio.run(scenario())
 
@@ -103,7 +120,7 @@ def test_a_full_batch_commits_at_once(db):
         s = RevisionLog(f"sqlite:///{db}", stamp)
         for i in range(MAX_BATCH + 1):
             s.create("b", f"k{i:03}", {})
-        assert len(committed_rows(db)) == MAX_BATCH  # the last one waits for the end of the turn
+        assert len(committed_rows(db)) == MAX_BATCH  # the last one waits for the end of the next turn
         s.settle()
         assert len(committed_rows(db)) == MAX_BATCH + 1
         s.close()

@@ -1,8 +1,8 @@
 """Group commit for the embedded (single-writer) revision log.
 
 A write is checked and applied to memory at once, on the event loop thread, as before; its row joins the
-open batch, and the batch commits in one transaction at the end of the loop's current turn. Several
-requests handled in the same turn then share one commit, the largest cost of a small write.
+open batch, and the batch commits in one transaction at the end of the loop's next turn. The requests
+handled in those two turns then share one commit, the largest cost of a small write.
 
 What stays true:
 - **acknowledged = durable.** A request that wrote waits for its batches (`wait_durable`) before it
@@ -41,7 +41,7 @@ class Batch:
     __slots__ = ("rows", "events", "undo", "revision_before", "done")
 
     def __init__(self, revision_before: int, done: asyncio.Future[None]):
-        self.rows: list[dict[str, Any]] = []
+        self.rows: list[tuple] = []
         self.events: list[Any] = []
         self.undo: list[tuple[str, str, Any, Any, Any, Any]] = []  # bucket, name, object, revision, JSON, tombstone
         self.revision_before = revision_before
