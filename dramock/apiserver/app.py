@@ -8,7 +8,7 @@ import gc
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -147,23 +147,35 @@ class InflightLimits:
         self.limits = {False: readonly, True: mutating}
         self.current = {False: 0, True: 0}
 
-    @contextlib.contextmanager
-    def admit(self, request: web.Request) -> Iterator[None]:
-        query = request.query
-        if (request.method == "GET" and query.get("watch") not in (None, "0", "false", "False")) or \
+    def admit(self, request: web.Request) -> _Admitted:
+        """A context for the request's lifetime: counted against its limit while it runs (429 beyond it)."""
+        if (request.method == "GET" and request.query.get("watch") not in (None, "0", "false", "False")) or \
                 request.path.startswith(("/healthz", "/livez", "/readyz")):
-            yield
-            return
+            return _Admitted(self.current, None)
         mutating = request.method in self._MUTATING
         limit = self.limits[mutating]
         if limit and self.current[mutating] >= limit:
             raise errors.APIError(429, "TooManyRequests", "Too many requests, please try again later.",
                                   {"retryAfterSeconds": 1}, retry_after=1)
-        self.current[mutating] += 1
-        try:
-            yield
-        finally:
-            self.current[mutating] -= 1
+        return _Admitted(self.current, mutating)
+
+
+class _Admitted:
+    """An admitted request's place in the in-flight count (None: not counted). A class rather than a generator
+    context manager: it wraps every request."""
+
+    __slots__ = ("current", "counted")
+
+    def __init__(self, current: dict[bool, int], counted: bool | None) -> None:
+        self.current, self.counted = current, counted
+
+    def __enter__(self) -> None:
+        if self.counted is not None:
+            self.current[self.counted] += 1
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.counted is not None:
+            self.current[self.counted] -= 1
 
 
 @dataclass

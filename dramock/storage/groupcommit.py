@@ -18,9 +18,7 @@ What stays true:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
-from collections.abc import Iterator
 from typing import Any
 
 from dramock.storage.errors import StorageFailure
@@ -63,15 +61,19 @@ class Batch:
             self.done.exception()  # retrieved here: a batch nobody waits for (start-up writes) logs nothing
 
 
-@contextlib.contextmanager
-def track_writes() -> Iterator[set[Batch]]:
-    """Collect the batches written into while the block runs (one request): `wait_durable` waits for them."""
-    written: set[Batch] = set()
-    token = _written.set(written)
-    try:
-        yield written
-    finally:
-        _written.reset(token)
+class track_writes:  # noqa: N801 - used as a context manager, like a function
+    """Collect the batches written into while the block runs (one request): `wait_durable` waits for them.
+    A class rather than a generator: it wraps every write request."""
+
+    __slots__ = ("written", "_token")
+
+    def __enter__(self) -> set[Batch]:
+        self.written: set[Batch] = set()
+        self._token = _written.set(self.written)
+        return self.written
+
+    def __exit__(self, *_exc: object) -> None:
+        _written.reset(self._token)
 
 
 async def wait_durable(written: set[Batch]) -> None:
