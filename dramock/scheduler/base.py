@@ -81,11 +81,14 @@ class SchedulerBase(SchedulingQueue):
 
     def _in_flight_changed(self, uid: str, claim: Obj) -> None:
         self.held.in_flight_changed(uid, claim)
-        if uid not in self.in_flight:
-            # The allocation was written (or given up): a cluster event for pods that found the claim in flight.
-            # The claim's own watch event may have come before the write's answer, and so before this.
-            m = claim["metadata"]
-            self._move_all("claim allocation no longer in flight", (m.get("namespace", ""), m["name"]))
+        m = claim["metadata"]
+        key = (m.get("namespace", ""), m["name"])
+        if uid not in self.in_flight and key not in self.assumed_claims:
+            # The allocation was written (or given up), and no watch event of the claim is still to come for it:
+            # its event came before the write's answer (or there was no write). That event found the claim still
+            # in flight, so this is the cluster event for the pods parked on it. (A claim still assumed moves
+            # them when its event arrives.)
+            self._move_all("claim allocation no longer in flight", key)
 
     def _assume_claim(self, ns: str, name: str, claim: Obj) -> None:
         """Remember a claim a write returned until the informer has it, unless the informer already has it or a
