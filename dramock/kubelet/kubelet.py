@@ -111,9 +111,11 @@ class Kubelet:
             await self.server.stop()
 
     async def _run(self, stop: asyncio.Event) -> None:
-        await register_node(self.client, self.cfg.node)
-        # On start, no driver is registered yet: whatever slices this node has are stale (KEP-4381).
+        # On start, no driver is registered yet: whatever slices this node has are stale (KEP-4381). They go
+        # before the node is registered, so that a client that waits for the node (e.g. to publish slices of
+        # its own for it) never has them deleted by this.
         await self.delete_slices()
+        await register_node(self.client, self.cfg.node)
         watcher_stop = asyncio.Event()
         watcher = asyncio.create_task(self.watcher.run(watcher_stop), name="plugin-watcher")
         tasks = [asyncio.create_task(self.lease.run(stop), name="node-lease")]
