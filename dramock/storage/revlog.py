@@ -411,20 +411,19 @@ class RevisionLog:
     def _commit_rows(self, rows: builtins.list[tuple]) -> None:
         """Insert a batch's rows in one transaction on the kept writer connection, through the driver itself:
         SQLAlchemy's statement machinery cost as much as SQLite's own work for these small batches."""
-        if self._writer is None:  # kept: a pool checkout and reset per commit cost a quarter of it
-            with self._db_errors():
+        with self._db_errors():
+            if self._writer is None:  # kept: a pool checkout and reset per commit cost a quarter of it
                 self._writer = self.engine.raw_connection()
-        raw = self._writer.driver_connection
-        try:
-            raw.executemany(_INSERT_SQL, rows)
-            raw.commit()
-        except sqlite3.Error as e:
-            log.error("database error: %s", e)
-            with contextlib.suppress(sqlite3.Error):
-                raw.rollback()
-            self._writer.invalidate()  # a broken connection is not reused
-            self._writer = None
-            raise StorageFailure("the storage backend failed (see the API server log)") from None
+            raw = self._writer.driver_connection
+            try:
+                raw.executemany(_INSERT_SQL, rows)
+                raw.commit()
+            except sqlite3.Error:
+                with contextlib.suppress(sqlite3.Error):
+                    raw.rollback()
+                self._writer.invalidate()  # a broken connection is not reused
+                self._writer = None
+                raise
 
     async def wait_durable(self, written: set[groupcommit.Batch]) -> None:
         """For a write request before it answers: wait for the batches it wrote into, and for the one pending
@@ -823,10 +822,11 @@ class RevisionLog:
         """Database errors become StorageFailure: the client hears that storage failed, the log hears why."""
         try:
             yield
-        except sa.exc.SQLAlchemyError as e:
+        except (sa.exc.SQLAlchemyError, sqlite3.Error) as e:  # sqlite3's own: the group commit's driver calls
             log.error("database error: %s", e)
             reason = "the storage backend is unavailable" if isinstance(
-                e, (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.DisconnectionError)) \
+                e, (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.DisconnectionError,
+                    sqlite3.OperationalError, sqlite3.InterfaceError)) \
                 else "the storage backend failed"
             raise StorageFailure(f"{reason} (see the API server log)") from None
 
