@@ -183,10 +183,18 @@ class Accept:
     json_fallback: bool = False  # protobuf was asked for, with application/json as a later choice
 
 
+_PLAIN = Accept()  # no Accept header: plain JSON
+
+
 def negotiate(accept_header: str | None) -> Accept:
     """The first clause of the client's Accept this server can answer (upstream's order; q is not ranked)."""
-    if not accept_header:
-        return Accept()
+    return _negotiate(accept_header) if accept_header else _PLAIN
+
+
+# A client sends the same Accept on every request: each distinct header is parsed once (a header nothing here
+# can answer raises, and is not remembered).
+@functools.lru_cache(maxsize=256)
+def _negotiate(accept_header: str) -> Accept:
     for clause in accept_header.split(","):
         parts = [p.strip() for p in clause.split(";")]
         mt = parts[0].lower()

@@ -38,6 +38,7 @@ from dramock.storage.revlog import (
     RevisionLog,
     StaleRead,
 )
+from dramock.uids import new_uid
 
 Obj = dict[str, Any]
 
@@ -299,7 +300,7 @@ class Rest:
         for f in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink",
                   "generation"):
             m.pop(f, None)
-        m["uid"] = str(uuid.uuid4())
+        m["uid"] = new_uid()
         m["creationTimestamp"] = timefmt.now()
         strategy.default(obj)
         strategy.prepare_for_create(obj)

@@ -449,16 +449,19 @@ class RevisionLog:
             self._history.pop()
         self.revision = batch.revision_before
 
-    @contextlib.contextmanager
-    def atomic(self) -> Iterator[None]:
+    def atomic(self) -> contextlib.AbstractContextManager[None]:
         """Run the writes (and latest() reads) of the block in one database transaction (shared mode).
 
         Admission that must hold across replicas (quota charging) reads and writes inside one. Embedded,
-        the block already runs without interruption on the one writer thread, so this adds nothing.
+        the block already runs without interruption on the one writer thread, so this adds nothing (and
+        costs nothing: every create and update enters it).
         """
         if not self.shared or self._tx is not None:
-            yield
-            return
+            return _NOTHING
+        return self._transaction()
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
         with self._db_errors(), self.engine.begin() as conn:
             self._tx = conn
             try:
@@ -847,6 +850,9 @@ def _set_meta(conn: sa.Connection, key: str, value: int) -> None:
     upd = conn.execute(_meta.update().where(_meta.c.key == key).values(value=value))
     if upd.rowcount == 0:
         conn.execute(_meta.insert().values(key=key, value=value))
+
+
+_NOTHING = contextlib.nullcontext()  # atomic() where the block needs no transaction of its own
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
