@@ -458,10 +458,10 @@ class RevisionLog:
         """
         if not self.shared or self._tx is not None:
             return _NOTHING
-        return self._transaction()
+        return self._atomic_transaction()
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[None]:
+    def _atomic_transaction(self) -> Iterator[None]:
         with self._db_errors(), self.engine.begin() as conn:
             self._tx = conn
             try:
