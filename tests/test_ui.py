@@ -60,9 +60,12 @@ def browser(starts_processes) -> Iterator:
 
 
 def _texts(browser, css: str) -> list[str]:
-    from selenium.webdriver.common.by import By
-
-    return [e.get_attribute(css.split("[")[1].split("]")[0]) for e in browser.find_elements(By.CSS_SELECTOR, css)]
+    """The attribute named in `css` ("[data-x]") of every element it selects, read in the page in one step: the
+    page re-renders on every watch event, so elements found first and read one by one can be gone by then."""
+    attribute = css.split("[")[1].split("]")[0]
+    return browser.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0]), e => e.getAttribute(arguments[1]));",
+        css, attribute)
 
 
 def test_device_map_shows_nodes_devices_holders_and_updates_live(cluster, browser):

@@ -171,7 +171,9 @@ def load_json(body: bytes | str, in_pieces: bool = False) -> tuple[Any, list[str
 # ---------------------------------------------------------------- YAML
 
 
-class _Loader(yaml.SafeLoader):
+# libyaml's parser where PyYAML was built with it: the pure-Python one held the event loop for seconds on a
+# long flow sequence (tests/test_fuzz.py's slowest /readyz); the constructors and resolvers below are the same.
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     pass
 
 
