@@ -17,10 +17,14 @@ _pool: list[int] = []
 
 def new_uid() -> str:
     """A new random UUID in its canonical 8-4-4-4-12 form."""
-    if not _pool:
-        raw = os.urandom(16 * _BATCH)
-        _pool.extend(int.from_bytes(raw[i:i + 16], "big") for i in range(0, len(raw), 16))
-    h = "%032x" % (_pool.pop() & _KEEP | _VERSION_4)
+    while True:
+        try:
+            n = _pool.pop()  # atomic: a big create prepared in the worker thread may take one at the same time
+            break
+        except IndexError:
+            raw = os.urandom(16 * _BATCH)
+            _pool.extend(int.from_bytes(raw[i:i + 16], "big") for i in range(0, len(raw), 16))
+    h = "%032x" % (n & _KEEP | _VERSION_4)
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
