@@ -166,6 +166,31 @@ def test_fieldsv1_round_trips():
     assert fm.set_to_fields(fm.fields_to_set(encoded)) == encoded
 
 
+@pytest.mark.parametrize("values", [
+    [f"k{i}" for i in range(20_000, 0, -1)],  # more than one sorting step
+    ["b", "a", "\u00e9", "Z", "a.example.com/x", "\U0001f600", ""],
+    [3, 10, 0, 2, 1],
+])
+def test_field_names_and_indexes_sort_as_path_element_compare_does(values):
+    from dramock.apiserver.fieldmanager.paths import _pe_sort_key, sorted_elements
+
+    kind = "i" if isinstance(values[0], int) else "f"
+    elements = [(kind, v) for v in values]
+    assert sorted_elements(elements) == sorted(elements, key=_pe_sort_key)
+    mixed = elements[:3] + [("i", 7), ("k", (("name", "x"),))]  # kinds mixed: by PathElement.Compare itself
+    assert sorted_elements(mixed) == sorted(mixed, key=_pe_sort_key)
+
+
+def test_a_big_field_set_round_trips_without_the_cache():
+    labels = {f"k{i}": "v" for i in range(5_000)}
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big", "labels": labels}}
+    obj = fm.track_update(None, cm, manager="m", api_version="v1", definition=CM, now=T0)
+    encoded = by_manager(obj)["m"]["fieldsV1"]
+    assert list(encoded["f:metadata"]["f:labels"])[:3] == [".", "f:k0", "f:k1"]
+    assert len(fm.fields_to_set(encoded)) == 5_000 + 1  # the labels and metadata.labels itself
+    assert fm.set_to_fields(fm.fields_to_set(encoded)) == encoded
+
+
 # ------------------------------------------------------------------------------ updates
 
 

@@ -256,6 +256,38 @@ def test_json_patch_add_without_value_adds_null():
     assert out["metadata"]["labels"]["x"] is None
 
 
+def test_json_patch_copy_adds_an_independent_copy_where_add_would():
+    out = apply_json_patch(pod(), [
+        {"op": "copy", "from": "/spec/containers/1", "path": "/spec/containers/0"},
+        {"op": "copy", "from": "/metadata/labels", "path": "/metadata/annotations"},
+        {"op": "copy", "from": "/metadata/name", "path": "/spec/containers/-"},
+        {"op": "add", "path": "/metadata/annotations/only", "value": "here"},
+    ])
+    assert [c if isinstance(c, str) else c["name"] for c in out["spec"]["containers"]] == \
+        ["sidecar", "app", "sidecar", "web"]
+    assert out["metadata"]["annotations"] == {"app": "web", "tier": "front", "only": "here"}
+    assert out["metadata"]["labels"] == pod()["metadata"]["labels"]  # the copy is not shared
+    for ops in ([{"op": "copy", "from": "/no/such", "path": "/metadata/x"}],
+                [{"op": "copy", "from": "/metadata/name", "path": "/spec/containers/3"}],  # past the end
+                [{"op": "copy", "from": "/metadata/name", "path": "/spec/containers/01"}],
+                [{"op": "copy", "from": "/metadata/name", "path": "/metadata/name/x"}],
+                [{"op": "copy", "from": "/metadata/name", "path": "/no/parent"}],
+                [{"op": "copy", "path": "/metadata/x"}]):
+        err = error_of(apply_json_patch, pod(), ops)
+        assert (err.code, err.message) == (422, GENERIC_422_MESSAGE), ops
+
+
+def test_json_patch_copies_are_capped_at_the_accumulated_copy_bytes():
+    obj = pod()
+    obj["metadata"]["annotations"] = {"a": "x" * 1000}
+    doubling = [{"op": "copy", "from": "/metadata/annotations", "path": f"/metadata/annotations/k{i}"}
+                for i in range(10)]  # about 1 MB copied in all: allowed
+    assert len(apply_json_patch(obj, doubling)["metadata"]["annotations"]) == 11
+    err = error_of(apply_json_patch, obj, doubling + [  # the next doublings pass 3 MiB
+        {"op": "copy", "from": "/metadata/annotations", "path": f"/metadata/annotations/m{i}"} for i in range(2)])
+    assert (err.code, err.message) == (422, GENERIC_422_MESSAGE)
+
+
 # ------------------------------------------------------------------------------ merge patch
 
 

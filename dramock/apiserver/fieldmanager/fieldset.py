@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from .paths import FieldSet, Path, PathElement, _pe_sort_key
+from .paths import FieldSet, Path, PathElement, sorted_elements
 from .values import _freeze, _go_json, _thaw
 
 
@@ -69,6 +69,10 @@ def _tree(paths: Iterable[Path]) -> _Node:
 # Most writes store field sets seen before (every pod of a workload has the same ones): both directions of
 # the FieldsV1 encoding are remembered, bounded, as JSON text so that every caller gets its own objects.
 _CACHE_SIZE = 4096
+# Bigger sets are encoded and decoded each time: such a set is rarely written twice, and copying it in and
+# out of the cache takes calls that hold the interpreter lock throughout (150,000 labels: 60 ms).
+_CACHED_PATHS = 2048
+_CACHED_BYTES = 64 * 1024  # the same for FieldsV1 documents, by the size of their JSON
 _ENCODED: dict[frozenset, bytes] = {}
 _DECODED: dict[bytes, frozenset] = {}
 
@@ -79,8 +83,10 @@ def _remember(cache: dict, key: Any, value: Any) -> None:
     cache[key] = value
 
 
-def set_to_fields(paths: Iterable[Path]) -> dict:
+def set_to_fields(paths: AbstractSet[Path]) -> dict:
     """A field set in upstream's FieldsV1 shape, keys in upstream's order (`.` first)."""
+    if len(paths) > _CACHED_PATHS:
+        return _set_to_fields(paths)  # built fresh for the caller; remembering it would only cost
     key = frozenset(paths)
     hit = _ENCODED.get(key)
     if hit is None:
@@ -95,7 +101,7 @@ def _set_to_fields(paths: Iterable[Path]) -> dict:
         out: dict = {}
         if include_self and (node.members or node.children):
             out["."] = {}
-        for pe in sorted(node.members | node.children.keys(), key=_pe_sort_key):
+        for pe in sorted_elements(node.members | node.children.keys()):
             child = node.children.get(pe)
             out[_pe_key(pe)] = emit(child, pe in node.members) if child else {}
         return out
@@ -108,6 +114,8 @@ def fields_to_set(fields: Any) -> FieldSet:
     try:
         key = orjson.dumps(fields)
     except (TypeError, orjson.JSONEncodeError):
+        return _fields_to_set(fields)
+    if len(key) > _CACHED_BYTES:
         return _fields_to_set(fields)
     hit = _DECODED.get(key)
     if hit is None:
@@ -142,9 +150,9 @@ def _fields_to_set(fields: Any) -> FieldSet:
 def _iterate(paths: Iterable[Path]) -> Iterator[Path]:
     """fieldpath.Set.Iterate order: a node's members, then its children depth-first, all sorted."""
     def walk(node: _Node, prefix: Path) -> Iterator[Path]:
-        for pe in sorted(node.members, key=_pe_sort_key):
+        for pe in sorted_elements(node.members):
             yield prefix + (pe,)
-        for pe in sorted(node.children, key=_pe_sort_key):
+        for pe in sorted_elements(node.children):
             yield from walk(node.children[pe], prefix + (pe,))
 
     return walk(_tree(paths), ())

@@ -7,6 +7,7 @@ item by its name-sorted keys, ("v", v) for a set item by value, ("i", n) for an 
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 
 from .values import _cmp_value, _sign, _to_string
 
@@ -42,6 +43,33 @@ def _cmp_pe(a: PathElement, b: PathElement) -> int:
 
 
 _pe_sort_key = functools.cmp_to_key(_cmp_pe)
+
+
+def sorted_elements(elements: Iterable[PathElement]) -> list[PathElement]:
+    """The elements in PathElement.Compare order. Field names alone, or indexes alone, are in the order of their
+    names or numbers, which list.sort compares in C without a Python call (150,000 labels took 450 ms through
+    _cmp_pe, holding the interpreter lock throughout)."""
+    elements = list(elements)
+    kinds = {pe[0] for pe in elements}
+    if len(kinds) == 1 and kinds <= {"f", "i"}:
+        kind = next(iter(kinds))
+        return [(kind, v) for v in _sorted_in_steps([pe[1] for pe in elements])]
+    return sorted(elements, key=_pe_sort_key)
+
+
+_SORT_STEP = 8192
+
+
+def _sorted_in_steps(values: list) -> list:
+    """sorted(values) in calls that each sort or merge a few thousand values: one sort of 150,000 names holds
+    the interpreter lock 60-80 ms, which the event loop thread would wait for while a big request is prepared
+    in the worker thread. Merging two sorted runs is what sorted() does to their concatenation."""
+    if len(values) <= _SORT_STEP:
+        return sorted(values)
+    runs = [sorted(values[i:i + _SORT_STEP]) for i in range(0, len(values), _SORT_STEP)]
+    while len(runs) > 1:
+        runs = [sorted(runs[i] + runs[i + 1]) if i + 1 < len(runs) else runs[i] for i in range(0, len(runs), 2)]
+    return runs[0]
 
 
 def _pe_str(pe: PathElement) -> str:
