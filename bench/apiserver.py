@@ -4,7 +4,9 @@
     python bench/apiserver.py --ops list --list-requests 2000     # one operation only (reads are seeded)
     python bench/apiserver.py --replicas 2 --database-url postgresql+psycopg://user@host:5432/db
 
-Both servers run as separate processes on loopback. The baseline is an aiohttp handler that answers the
+Both servers run as separate processes on loopback, measured interleaved: each operation's load is cut in
+--slices parts and the servers take turns part by part, so that the baseline and dramock meet the same machine
+(a shared machine's speed drifts by tens of percent from one minute to the next). The baseline is an aiohttp handler that answers the
 same JSON bodies without any API machinery (no decoding, validation, storage or selectors), so the ratio
 is the cost of being a real API server. By default (`--baseline same-fields`) it pastes into each object
 the fields every real API server adds (namespace, uid, creationTimestamp and a fixed managedFields entry),
@@ -116,6 +118,10 @@ web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
 
 # ---------------------------------------------------------------- load
 
+def _summary(part: dict) -> dict:
+    return summarize(part["latencies"], part["elapsed"])
+
+
 def summarize(latencies: list[float], elapsed: float) -> dict:
     latencies.sort()
     n = len(latencies)
@@ -124,13 +130,13 @@ def summarize(latencies: list[float], elapsed: float) -> dict:
 
 
 async def run_requests(url: str | list[str], make, n: int, concurrency: int,
-                       headers: dict[str, str] | None = None) -> dict:
-    """Issue `n` requests built by make(i) -> (method, path, body) with `concurrency` in flight (spread
-    round-robin when given several server URLs)."""
+                       headers: dict[str, str] | None = None, first: int = 0) -> dict:
+    """Issue requests make(first) .. make(first + n - 1), each -> (method, path, body), with `concurrency` in
+    flight (spread round-robin when given several server URLs). A part: latencies, elapsed and n."""
     urls = [url] if isinstance(url, str) else url
     headers = headers or JSON_HEADERS
     latencies: list[float] = []
-    counter = iter(range(n))
+    counter = iter(range(first, first + n))
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as s:
         async def worker():
             for i in counter:
@@ -143,7 +149,7 @@ async def run_requests(url: str | list[str], make, n: int, concurrency: int,
                 latencies.append(time.perf_counter() - t)
         start = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
-        return summarize(latencies, time.perf_counter() - start)
+        return {"latencies": latencies, "elapsed": time.perf_counter() - start, "n": len(latencies)}
 
 
 def _frames(pb: bool):
@@ -162,7 +168,8 @@ def _frames(pb: bool):
 
 
 async def watch_fanout(url: str, watchers: int, writes: int, prefix: str, pb: bool) -> dict:
-    """Time from each write until all watchers have its event."""
+    """Time from each write until all watchers have its event. A part: those latencies, elapsed and n, the
+    events delivered."""
     received: dict[str, int] = {}
     done: dict[str, asyncio.Event] = {}
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=watchers + 4),
@@ -199,10 +206,7 @@ async def watch_fanout(url: str, watchers: int, writes: int, prefix: str, pb: bo
         elapsed = time.perf_counter() - start
         for t in tasks:
             t.cancel()
-        res = summarize(latencies, elapsed)
-        res["ops"] = writes * watchers / elapsed  # events delivered per second
-        res["n"] = writes * watchers
-        return res
+        return {"latencies": latencies, "elapsed": elapsed, "n": writes * watchers}  # n: events delivered
 
 
 def encode(obj: dict, pb: bool) -> bytes:
@@ -221,34 +225,61 @@ def process_cpu(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def bench(url: str, args: argparse.Namespace, tag: str, pb: bool = False,
-                pid: int | None = None) -> dict[str, dict]:
-    """Each operation's figures, with `cpu_ms`: the server's CPU milliseconds per request (when `pid` is given)."""
-    n, c = args.requests, args.concurrency
+def _op_names(args: argparse.Namespace) -> list[str]:
+    names = {"create": "create", "get": "get", "list": "list (limit=100)", "watch": f"watch fan-out x{args.watchers}"}
+    return [names[op] for op in OPS if op in args.ops]
+
+
+def _slice_of(op: str, args: argparse.Namespace, url: str, tag: str, pb: bool, k: int):
+    """The k-th of args.slices equal parts of one operation's load, against one server."""
+    n, c, parts = args.requests, args.concurrency, args.slices
     headers = PB_HEADERS if pb else JSON_HEADERS
-    out = {}
+    per = n // parts
+    if op == "create":
+        return run_requests(url, lambda i: ("POST", NS_PATH, encode(claim(f"{tag}-{i}"), pb)), per, c, headers,
+                            first=k * per)
+    if op == "get":
+        return run_requests(url, lambda i: ("GET", f"{NS_PATH}/{tag}-{i % (per * parts)}", None), per, c, headers,
+                            first=k * per)
+    if op.startswith("list"):
+        return run_requests(url, lambda i: ("GET", NS_PATH + "?limit=100", None),
+                            max((args.list_requests or max(n // 10, 10)) // parts, 1), c, headers)
+    return watch_fanout(url, args.watchers, max(args.writes // parts, 1), f"{tag}-w{k}", pb)
 
-    async def timed(op: str, run) -> None:
-        before, client_before = process_cpu(pid), time.process_time()
-        out[op] = await run
-        n = max(out[op].get("n", 0), 1)
-        out[op]["cpu_ms"] = (process_cpu(pid) - before) * 1000 / n
-        out[op]["client_cpu_ms"] = (time.process_time() - client_before) * 1000 / n
 
-    ops = args.ops
-    creates = run_requests(url, lambda i: ("POST", NS_PATH, encode(claim(f"{tag}-{i}"), pb)), n, c, headers)
-    if "create" in ops:
-        await timed("create", creates)
-    else:
-        await creates  # the objects the reads read
-    if "get" in ops:
-        await timed("get", run_requests(url, lambda i: ("GET", f"{NS_PATH}/{tag}-{i % n}", None), n, c, headers))
-    if "list" in ops:
-        await timed("list (limit=100)", run_requests(url, lambda i: ("GET", NS_PATH + "?limit=100", None),
-                                                     args.list_requests or max(n // 10, 10), c, headers))
-    if "watch" in ops:
-        await timed(f"watch fan-out x{args.watchers}",
-                    watch_fanout(url, args.watchers, args.writes, f"{tag}-w", pb))
+async def measure(args: argparse.Namespace, servers: list[tuple[str, str, bool, int | None]]) -> dict[str, dict]:
+    """Every operation against every server, interleaved: each operation's load is cut in args.slices parts, and
+    the servers take turns part by part (who goes first rotates). On a busy machine whose speed drifts, a
+    baseline measured seconds or minutes apart from the server it is compared with is a different machine.
+    Returns, per server tag, each operation's figures, with `cpu_ms` (the server's CPU milliseconds per request
+    or event) and `client_cpu_ms` (this process's)."""
+    merged: dict[str, dict[str, dict]] = {tag: {} for tag, *_ in servers}
+    if "create" not in args.ops:  # the objects the reads read, created untimed
+        for tag, url, pb, _ in servers:
+            for k in range(args.slices):
+                await _slice_of("create", args, url, tag, pb, k)
+    for op in _op_names(args):
+        for k in range(args.slices):
+            turn = k % len(servers)
+            for tag, url, pb, pid in servers[turn:] + servers[:turn]:
+                before, client_before = process_cpu(pid), time.process_time()
+                part = await _slice_of(op, args, url, tag, pb, k)
+                total = merged[tag].setdefault(op, {"latencies": [], "elapsed": 0.0, "n": 0, "cpu": 0.0,
+                                                    "client_cpu": 0.0})
+                total["latencies"] += part["latencies"]
+                total["elapsed"] += part["elapsed"]
+                total["n"] += part["n"]
+                total["cpu"] += process_cpu(pid) - before
+                total["client_cpu"] += time.process_time() - client_before
+    out: dict[str, dict[str, dict]] = {}
+    for tag, ops in merged.items():
+        out[tag] = {}
+        for op, total in ops.items():
+            figures = summarize(total["latencies"], total["elapsed"])
+            n = max(total["n"], 1)
+            figures.update(n=n, ops=n / total["elapsed"], cpu_ms=total["cpu"] * 1000 / n,
+                           client_cpu_ms=total["client_cpu"] * 1000 / n)
+            out[tag][op] = figures
     return out
 
 
@@ -273,12 +304,12 @@ async def scale_out(args: argparse.Namespace) -> None:
                     await wait_ready(url)
                 tag = f"x{count}-{time.time_ns()}"
                 out = results[count] = {}
-                out["create (write)"] = await run_requests(
-                    urls, lambda i, tag=tag: ("POST", NS_PATH, json.dumps(claim(f"{tag}-{i}"))), n, c)
-                out["get (read)"] = await run_requests(
-                    urls, lambda i, tag=tag: ("GET", f"{NS_PATH}/{tag}-{i % n}", None), n, c)
-                out["list limit=100 (read)"] = await run_requests(
-                    urls, lambda i: ("GET", NS_PATH + "?limit=100", None), max(n // 10, 10), c)
+                out["create (write)"] = _summary(await run_requests(
+                    urls, lambda i, tag=tag: ("POST", NS_PATH, json.dumps(claim(f"{tag}-{i}"))), n, c))
+                out["get (read)"] = _summary(await run_requests(
+                    urls, lambda i, tag=tag: ("GET", f"{NS_PATH}/{tag}-{i % n}", None), n, c))
+                out["list limit=100 (read)"] = _summary(await run_requests(
+                    urls, lambda i: ("GET", NS_PATH + "?limit=100", None), max(n // 10, 10), c))
             finally:
                 for proc in procs:
                     proc.terminate()
@@ -310,6 +341,8 @@ async def main() -> None:
     p.add_argument("--baseline", choices=("same-fields", "echo"), default="same-fields",
                    help="what the bare server answers with: the request's object with the fields a real API server "
                         "adds pasted in (default), or the request's object as it came")
+    p.add_argument("--slices", type=int, default=4, metavar="N",
+                   help="each operation's load in N parts, the servers taking turns part by part (default 4)")
     p.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="N runs, each with fresh servers, then the median of each figure and ratio")
     p.add_argument("--replicas", type=int, default=2, help="API servers on --database-url (scale-out mode)")
@@ -351,20 +384,21 @@ async def one_run(args: argparse.Namespace) -> tuple[dict[str, dict], dict[str, 
             durl, burl = f"http://127.0.0.1:{dport}", f"http://127.0.0.1:{bport}"
             await wait_ready(durl)
             await wait_ready(burl)
-            bare = await bench(burl, args, "bare", pid=procs[1].pid)
-            mock = await bench(durl, args, "dramock", pid=procs[0].pid)
-            mock_pb = await bench(durl, args, "dramock-pb", pb=True, pid=procs[0].pid)
+            figures = await measure(args, [("bare", burl, False, procs[1].pid),
+                                           ("dramock", durl, False, procs[0].pid),
+                                           ("dramock-pb", durl, True, procs[0].pid)])
         finally:
             for proc in procs:
                 proc.terminate()
                 proc.wait()
-    return mock, mock_pb, bare
+    return figures["dramock"], figures["dramock-pb"], figures["bare"]
 
 
 def print_run(args: argparse.Namespace, mock: dict[str, dict], mock_pb: dict[str, dict],
               bare: dict[str, dict]) -> None:
     print(f"ResourceClaims: {args.requests} requests per op, concurrency {args.concurrency}, "
-          f"{args.watchers} watchers x {args.writes} writes, baseline {args.baseline}")
+          f"{args.watchers} watchers x {args.writes} writes, baseline {args.baseline}, in {args.slices} interleaved "
+          "slices")
     header = f"{'operation':<24}{'JSON ops/s':>11}{'p50 ms':>8}{'p99 ms':>8}   {'protobuf ops/s':>15}{'p50 ms':>8}" \
              f"{'p99 ms':>8}   {'bare ops/s':>11}{'p50 ms':>8}   {'ratio':>6}" \
              f"   {'server cpu ms/op (JSON/pb/bare)':>31}   {'client cpu ms/op (JSON/pb/bare)':>31}"
