@@ -6,13 +6,14 @@
 
 Both servers run as separate processes on loopback, measured interleaved: each operation's load is cut in
 --slices parts and the servers take turns part by part, so that the baseline and dramock meet the same machine
-(a shared machine's speed drifts by tens of percent from one minute to the next). The baseline is an aiohttp handler that answers the
-same JSON bodies without any API machinery (no decoding, validation, storage or selectors), so the ratio
-is the cost of being a real API server. By default (`--baseline same-fields`) it pastes into each object
-the fields every real API server adds (namespace, uid, creationTimestamp and a fixed managedFields entry),
-so that both servers hand the bench's client objects of the same shape and size: this client, not the
-servers, paces the watch fan-out, and parsing the bigger events of a real server was most of that gap
-(callgrind: 143k client instructions per dramock event, 116k per echoed event, 144k per same-fields one).
+(a shared machine's speed drifts by tens of percent from one minute to the next). The baseline is an aiohttp
+handler that answers the same JSON bodies without any API machinery (no decoding, validation, storage or
+selectors), so the ratio is the cost of being a real API server. By default (`--baseline same-fields`) it pastes
+into each object the fields every real API server adds (namespace, uid, creationTimestamp and a fixed
+managedFields entry), so that both servers hand the bench's client objects of the same shape and size: this
+client, not the servers, paces the watch fan-out, and parsing the bigger events of a real server was most of
+that gap (callgrind: 143k client instructions per dramock event, 116k per echoed event, 144k per same-fields
+one).
 `--baseline echo` answers with the request's object as it came (the figures before 2026-11-28).
 
 Watch fan-out: W watchers stream a collection; each write is timed until every watcher has received its

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from .paths import FieldSet, Path, PathElement, sorted_elements
+from .paths import FieldSet, Path, PathElement, sorted_elements, sorted_values
 from .values import _freeze, _go_json, _thaw
 
 
@@ -61,7 +61,10 @@ def _tree(paths: Iterable[Path]) -> _Node:
     for p in paths:
         node = root
         for pe in p[:-1]:
-            node = node.children.setdefault(pe, _Node())
+            child = node.children.get(pe)
+            if child is None:  # (setdefault would build a node for every path only to drop it)
+                child = node.children[pe] = _Node()
+            node = child
         node.members.add(p[-1])
     return root
 
@@ -101,6 +104,10 @@ def _set_to_fields(paths: Iterable[Path]) -> dict:
         out: dict = {}
         if include_self and (node.members or node.children):
             out["."] = {}
+        if not node.children and all(pe[0] == "f" for pe in node.members):  # field names only, all leaves
+            for name in sorted_values([pe[1] for pe in node.members]):
+                out["f:" + name] = {}
+            return out
         for pe in sorted_elements(node.members | node.children.keys()):
             child = node.children.get(pe)
             out[_pe_key(pe)] = emit(child, pe in node.members) if child else {}

@@ -53,17 +53,17 @@ def sorted_elements(elements: Iterable[PathElement]) -> list[PathElement]:
     kinds = {pe[0] for pe in elements}
     if len(kinds) == 1 and kinds <= {"f", "i"}:
         kind = next(iter(kinds))
-        return [(kind, v) for v in _sorted_in_steps([pe[1] for pe in elements])]
+        return [(kind, v) for v in sorted_values([pe[1] for pe in elements])]
     return sorted(elements, key=_pe_sort_key)
 
 
-_SORT_STEP = 8192
+_SORT_STEP = 32768
 
 
-def _sorted_in_steps(values: list) -> list:
-    """sorted(values) in calls that each sort or merge a few thousand values: one sort of 150,000 names holds
-    the interpreter lock 60-80 ms, which the event loop thread would wait for while a big request is prepared
-    in the worker thread. Merging two sorted runs is what sorted() does to their concatenation."""
+def sorted_values(values: list) -> list:
+    """sorted(values) (names, or numbers), in calls that each sort or merge part of them: one sort of 150,000
+    names holds the interpreter lock 60-80 ms, which the event loop thread would wait for while a big request is
+    prepared in the worker thread. Merging two sorted runs is what sorted() does to their concatenation."""
     if len(values) <= _SORT_STEP:
         return sorted(values)
     runs = [sorted(values[i:i + _SORT_STEP]) for i in range(0, len(values), _SORT_STEP)]
