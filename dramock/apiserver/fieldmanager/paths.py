@@ -50,6 +50,8 @@ def sorted_elements(elements: Iterable[PathElement]) -> list[PathElement]:
     names or numbers, which list.sort compares in C without a Python call (150,000 labels took 450 ms through
     _cmp_pe, holding the interpreter lock throughout)."""
     elements = list(elements)
+    if len(elements) < 2:
+        return elements
     kinds = {pe[0] for pe in elements}
     if len(kinds) == 1 and kinds <= {"f", "i"}:
         kind = next(iter(kinds))
