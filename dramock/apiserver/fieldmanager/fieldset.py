@@ -99,21 +99,25 @@ def set_to_fields(paths: AbstractSet[Path]) -> dict:
     return orjson.loads(hit)
 
 
-def _set_to_fields(paths: Iterable[Path]) -> dict:
-    def emit(node: _Node, include_self: bool) -> dict:
-        out: dict = {}
-        if include_self and (node.members or node.children):
-            out["."] = {}
-        if not node.children and all(pe[0] == "f" for pe in node.members):  # field names only, all leaves
-            for name in sorted_values([pe[1] for pe in node.members]):
-                out["f:" + name] = {}
-            return out
-        for pe in sorted_elements(node.members | node.children.keys()):
-            child = node.children.get(pe)
-            out[_pe_key(pe)] = emit(child, pe in node.members) if child else {}
-        return out
+# The recursive walks below are module functions, not closures: a closure that calls itself is a reference
+# cycle, left for the cyclic garbage collector on every call (most of what the API server's collections found).
 
-    return emit(_tree(paths), False)
+def _set_to_fields(paths: Iterable[Path]) -> dict:
+    return _emit(_tree(paths), False)
+
+
+def _emit(node: _Node, include_self: bool) -> dict:
+    out: dict = {}
+    if include_self and (node.members or node.children):
+        out["."] = {}
+    if not node.children and all(pe[0] == "f" for pe in node.members):  # field names only, all leaves
+        for name in sorted_values([pe[1] for pe in node.members]):
+            out["f:" + name] = {}
+        return out
+    for pe in sorted_elements(node.members | node.children.keys()):
+        child = node.children.get(pe)
+        out[_pe_key(pe)] = _emit(child, pe in node.members) if child else {}
+    return out
 
 
 def fields_to_set(fields: Any) -> FieldSet:
@@ -132,37 +136,39 @@ def fields_to_set(fields: Any) -> FieldSet:
 
 
 def _fields_to_set(fields: Any) -> FieldSet:
-    def read(d: Any, prefix: Path, out: FieldSet) -> bool:
-        """Adds d's paths under prefix; True when d marks `prefix` itself as a member."""
-        if not isinstance(d, dict):
-            raise _DecodeError("expected an object in FieldsV1")
-        has_child = False
-        for key, val in d.items():
-            if key == ".":
-                continue
-            pe = _parse_pe_key(key)
-            if pe is None:
-                continue
-            has_child = True
-            p = prefix + (pe,)
-            if read(val, p, out):
-                out.add(p)
-        return "." in d or not has_child
-
     out: FieldSet = set()
-    read(fields or {}, (), out)
+    _read(fields or {}, (), out)
     return out
+
+
+def _read(d: Any, prefix: Path, out: FieldSet) -> bool:
+    """Adds d's paths under prefix; True when d marks `prefix` itself as a member."""
+    if not isinstance(d, dict):
+        raise _DecodeError("expected an object in FieldsV1")
+    has_child = False
+    for key, val in d.items():
+        if key == ".":
+            continue
+        pe = _parse_pe_key(key)
+        if pe is None:
+            continue
+        has_child = True
+        p = prefix + (pe,)
+        if _read(val, p, out):
+            out.add(p)
+    return "." in d or not has_child
 
 
 def _iterate(paths: Iterable[Path]) -> Iterator[Path]:
     """fieldpath.Set.Iterate order: a node's members, then its children depth-first, all sorted."""
-    def walk(node: _Node, prefix: Path) -> Iterator[Path]:
-        for pe in sorted_elements(node.members):
-            yield prefix + (pe,)
-        for pe in sorted_elements(node.children):
-            yield from walk(node.children[pe], prefix + (pe,))
+    return _walk(_tree(paths), ())
 
-    return walk(_tree(paths), ())
+
+def _walk(node: _Node, prefix: Path) -> Iterator[Path]:
+    for pe in sorted_elements(node.members):
+        yield prefix + (pe,)
+    for pe in sorted_elements(node.children):
+        yield from _walk(node.children[pe], prefix + (pe,))
 
 
 def _recursive_difference(s: FieldSet, excluded: AbstractSet[Path]) -> FieldSet:

@@ -92,18 +92,22 @@ def _cmp_value(a: tuple, b: tuple) -> int:
     return _sign(a[1], b[1])
 
 
+# Recursive helpers are module functions, not closures: a closure that calls itself is a reference cycle, left
+# for the cyclic garbage collector on every call (in the API server, most of what its collections found).
+
+def _integral_floats_as_ints(x: Any) -> Any:
+    if isinstance(x, float) and x.is_integer() and abs(x) < 1e21:
+        return int(x)
+    if isinstance(x, dict):
+        return {k: _integral_floats_as_ints(y) for k, y in x.items()}
+    if isinstance(x, list):
+        return [_integral_floats_as_ints(y) for y in x]
+    return x
+
+
 def _go_json(v: Any, sort_keys: bool = False) -> str:
     """encoding/json output: compact, HTML-escaped, integral floats without a fraction."""
-    def norm(x: Any) -> Any:
-        if isinstance(x, float) and x.is_integer() and abs(x) < 1e21:
-            return int(x)
-        if isinstance(x, dict):
-            return {k: norm(y) for k, y in x.items()}
-        if isinstance(x, list):
-            return [norm(y) for y in x]
-        return x
-
-    s = json.dumps(norm(v), separators=(",", ":"), ensure_ascii=False, sort_keys=sort_keys)
+    s = json.dumps(_integral_floats_as_ints(v), separators=(",", ":"), ensure_ascii=False, sort_keys=sort_keys)
     for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
                     ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         s = s.replace(ch, esc)
