@@ -519,3 +519,20 @@ def test_tracking_and_applying_leave_no_reference_cycles():
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+def test_creates_of_the_same_content_share_a_field_set_and_nothing_else():
+    first = created(pod(), manager="one", now=T0)
+    again = pod()
+    again["metadata"].update(name="web-2", uid="uid-2", creationTimestamp=T1, resourceVersion="7")
+    second = created(again, manager="two", now=T1)
+    assert fields(second, "two") == fields(first, "one")
+    assert (by_manager(second)["two"]["time"], entries(second)[0]["operation"]) == (T1, "Update")
+    # Any other difference is a different field set.
+    labelled = pod()
+    labelled["metadata"]["labels"]["tier"] = "front"
+    assert '"f:tier":{}' in fields(created(labelled, manager="three"), "three")
+    generated = pod()
+    generated["metadata"]["generateName"] = "web-"
+    assert '"f:generateName":{}' in fields(created(generated, manager="four"), "four")
+    assert fields(created(pod(), manager="five", definition=POD), "five") == fields(first, "one")

@@ -147,10 +147,14 @@ def test_the_fixtures_cover_the_kinds_that_matter():
 
 
 def fast(old, new, **kw) -> bytes:
-    return orjson.dumps(track_update(old, new, **kw))
+    got = orjson.dumps(track_update(old, new, **kw))
+    if old is None:  # a create of the same content again: from the field set remembered for it
+        assert orjson.dumps(track_update(old, new, **kw)) == got
+    return got
 
 
 def general(old, new, **kw) -> bytes:
+    update._CREATED_FIELDS.clear()  # computed here, not remembered from `fast`
     return orjson.dumps(update._track(old, new, kw["manager"], kw["api_version"], kw["definition"],
                                       kw.get("subresource", ""), kw["now"], kw.get("reset_fields", ()),
                                       update._record_update))

@@ -7,6 +7,7 @@ import pytest
 
 from dramock.registry import Registry, RuntimeConfigError, parse_runtime_config
 from dramock.registry.kinds import ALPHA_KINDS, GATED_FIELDS, QUOTA_EVALUATORS, STORED_KINDS
+from dramock.registry.strategy import KnownValid
 from dramock.schemas.featuregates import FeatureGates
 
 RESOURCE = "resource.k8s.io"
@@ -86,3 +87,41 @@ def test_the_list_registers_each_resource_once_with_consistent_rules() -> None:
     for row in GATED_FIELDS:  # each kind's rows resolve against that kind's own definition
         assert row.root == definitions[row.kind], row
     assert set(QUOTA_EVALUATORS) == {"pods", "resourceclaims.resource.k8s.io"}
+
+
+def test_known_valid_remembers_acceptance_only() -> None:
+    memo, calls = KnownValid(), []
+
+    def check(content: dict) -> list:
+        def validate() -> list:
+            calls.append(content)
+            return [] if content["ok"] else [{"field": "x", "reason": "FieldValueInvalid"}]
+        return memo.check(content, validate)
+
+    assert check({"ok": True}) == check({"ok": True}) == [] and len(calls) == 1
+    assert check({"ok": False}) == check({"ok": False}) == [{"field": "x", "reason": "FieldValueInvalid"}]
+    assert len(calls) == 3
+
+
+def test_a_claim_spec_found_valid_once_is_still_checked_where_anything_differs() -> None:
+    labels = {"ns": {ADMIN_LABEL: "true"}}
+    reg = Registry.build(gates=FeatureGates({"DRAAdminAccess": True}), namespace_labels=labels.get)
+    kind = reg.lookup(RESOURCE, "v1", "resourceclaims")
+    assert kind is not None
+    strategy = reg.strategy(kind)
+
+    def causes(claim: dict) -> list:
+        strategy.default(claim)  # as a create does first
+        return strategy.validate(claim)
+
+    assert causes(_claim()) == []
+    # The same spec again: its object metadata and the namespace rule are checked each time.
+    renamed = _claim()
+    renamed["metadata"]["name"] = "Not_A_Name"
+    assert [c["field"] for c in causes(renamed)] == ["metadata.name"]
+    assert [c["field"] for c in causes(_claim("other"))] == ["spec.devices.requests[0].adminAccess"]
+    # A different spec is validated afresh, every time.
+    for _ in range(2):
+        bad = _claim()
+        bad["spec"]["devices"]["requests"][0]["name"] = "Not_A_Name"
+        assert [c["field"] for c in causes(bad)] == ["spec.devices.requests[0].name"]

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from dramock.registry.gatedfields import GatedFields, drop_disabled_fields
 from dramock.schemas.featuregates import FeatureGates
 from dramock.schemas.validation.field import Cause, semantic_equal
@@ -24,6 +26,33 @@ NamespaceLabels = Callable[[str], "dict[str, str] | None"]
 def no_namespaces(_name: str) -> dict[str, str] | None:
     """A namespace-label lookup that finds no namespace (for a registry without a store)."""
     return None
+
+
+class KnownValid:
+    """Content a pure validation already accepted, by its JSON: creates of the same content (a template's
+    claims, a workload's objects) are validated once. Only acceptance is remembered, so every error is still
+    computed (with the path and value of the request it answers)."""
+
+    SIZE = 1024
+    MAX_BYTES = 16 * 1024
+
+    def __init__(self) -> None:
+        self._seen: dict[bytes, None] = {}
+
+    def check(self, content: Any, validate: Callable[[], list[Cause]]) -> list[Cause]:
+        """validate()'s causes, where `validate` depends on nothing but `content` (and fixed settings)."""
+        try:
+            key = orjson.dumps(content)
+        except (TypeError, orjson.JSONEncodeError):
+            return validate()
+        if key in self._seen:
+            return []
+        causes = validate()
+        if not causes and len(key) <= self.MAX_BYTES:
+            if len(self._seen) >= self.SIZE:
+                self._seen.pop(next(iter(self._seen)))
+            self._seen[key] = None
+        return causes
 
 
 class Strategy:

@@ -80,8 +80,8 @@ _ENCODED: dict[frozenset, bytes] = {}
 _DECODED: dict[bytes, frozenset] = {}
 
 
-def _remember(cache: dict, key: Any, value: Any) -> None:
-    if len(cache) >= _CACHE_SIZE:
+def _remember(cache: dict, key: Any, value: Any, size: int = _CACHE_SIZE) -> None:
+    if len(cache) >= size:
         cache.pop(next(iter(cache)))
     cache[key] = value
 

@@ -8,10 +8,12 @@ from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from typing import Any
 
+import orjson
+
 from dramock.jsonvalue import clone
 from dramock.schemas import defs
 
-from .fieldset import _DecodeError, _recursive_difference
+from .fieldset import _DecodeError, _recursive_difference, _remember
 from .managed_fields import (
     STRIPPED,
     Managed,
@@ -30,6 +32,15 @@ from .values import Obj
 
 MAX_UPDATE_MANAGERS = 10  # managedfields DefaultMaxUpdateManagers
 OLD_UPDATES_MANAGER = "ancient-changes"
+
+# The field set a create records, by what it depends on: the kind, version and reset fields, and the object
+# without the metadata every create sets anew (all of them stripped from field sets, so they change nothing
+# in it). Creates of the same content (a template's pods or claims, a benchmark's objects) compute it once.
+_CREATED_FIELDS: dict[tuple[str, str, tuple[str, ...], bytes], frozenset[Path]] = {}
+_CREATED_SIZE = 1024
+_CREATE_KEY_BYTES = 16 * 1024  # bigger objects are computed each time
+_PER_CREATE_METADATA = frozenset(("name", "namespace", "uid", "creationTimestamp", "resourceVersion", "generation",
+                                  "selfLink"))
 
 
 def _is_reset(entries: Any) -> bool:
@@ -155,12 +166,36 @@ def _track(old: Obj | None, new: Obj, manager: str, api_version: str, definition
     if not managed and old is not None and _meta(old).get("uid"):
         # skipNonAppliedManager: an existing object that is not tracked stays untracked on update.
         return result
-    root = _root(definition)
-    # Both sides are only read: they share the zero object's values (and everything else with old and new).
-    zero = _shared_zero_object(definition, api_version)
-    live = _with_zero(_without_managed_fields(old, copy=False), zero, share=True) if old is not None else zero
     me = _Entry(manager or "unknown", "Update", api_version, subresource, set())
-    ignored = _frozen_ignored(tuple(reset_fields))
-    managed = record(root, live, _with_zero(result, zero, share=True), managed, me, now, ignored)
+    reset = tuple(reset_fields)
+    # A create that brings no managedFields of its own: its field set may be known already.
+    key = _create_key(definition, api_version, reset, result) if old is None and not managed else None
+    known = _CREATED_FIELDS.get(key) if key is not None else None
+    if known is not None:
+        managed = {me.ident: _Entry(me.manager, "Update", api_version, subresource, set(known), now)} if known else {}
+    else:
+        root = _root(definition)
+        # Both sides are only read: they share the zero object's values (and everything else with old and new).
+        zero = _shared_zero_object(definition, api_version)
+        live = _with_zero(_without_managed_fields(old, copy=False), zero, share=True) if old is not None else zero
+        managed = record(root, live, _with_zero(result, zero, share=True), managed, me, now, _frozen_ignored(reset))
+        if key is not None:
+            mine = managed.get(me.ident)
+            _remember(_CREATED_FIELDS, key, frozenset(mine.fields) if mine is not None else frozenset(),
+                      _CREATED_SIZE)
     _store_managed(result, _cap_update_managers(managed))
     return result
+
+
+def _create_key(definition: str, api_version: str, reset: tuple[str, ...],
+                obj: Obj) -> tuple[str, str, tuple[str, ...], bytes] | None:
+    """_CREATED_FIELDS's key for a create of `obj`; None when it is not to be remembered (too big, or not
+    plain JSON). Only scalar per-create metadata is left out: anything else in those fields has paths below
+    them, which are not stripped."""
+    meta = obj["metadata"]
+    try:
+        content = orjson.dumps({**obj, "metadata": {k: v for k, v in meta.items() if k not in _PER_CREATE_METADATA
+                                                    or type(v) not in (str, int)}})
+    except (TypeError, orjson.JSONEncodeError):
+        return None
+    return (definition, api_version, reset, content) if len(content) <= _CREATE_KEY_BYTES else None
