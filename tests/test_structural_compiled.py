@@ -8,6 +8,7 @@ import copy
 import random
 from typing import Any
 
+import orjson
 import pytest
 
 from dramock.schemas import defs, structural
@@ -85,8 +86,27 @@ def test_compiled_walk_matches_the_interpreted_walk(definition: str) -> None:
         want = interpreted(a, definition)
         got = structural.check(b, definition)
         assert (b, got.unknown, got.type_errors) == (a, want.unknown, want.type_errors), body
+        c = copy.deepcopy(body)  # again: a spec the first walk found clean is not walked again
+        again = structural.check(c, definition)
+        assert (c, again.unknown, again.type_errors) == (a, want.unknown, want.type_errors), body
         problems += bool(want.unknown or want.type_errors)
     assert problems > 50  # the bodies did exercise the error paths
+
+
+def test_a_spec_walked_clean_once_is_not_walked_again_and_the_rest_still_is() -> None:
+    definition = "io.k8s.api.resource.v1.ResourceClaim"
+    spec = {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "c", "count": 1}}]}}
+    first = {"metadata": {"name": "a"}, "spec": copy.deepcopy(spec), "status": {}}
+    assert structural.check(first, definition).unknown == []
+    assert (definition, orjson.dumps(spec)) in structural._CLEAN_SPECS
+    again = {"metadata": {"name": "b", "bogus": 1}, "spec": copy.deepcopy(spec), "status": {"x": 1}}
+    report = structural.check(again, definition)
+    assert report.unknown == ["metadata.bogus", "status.x"]
+    assert again == {"metadata": {"name": "b"}, "spec": spec, "status": {}} and list(again) == list(first)
+    # A spec with something to report is walked (and reported) every time.
+    for _ in range(2):
+        bad = {"spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "c", "zz": 1}}]}}}
+        assert structural.check(bad, definition).unknown == ["spec.devices.requests[0].exactly.zz"]
 
 
 def test_an_unknown_field_and_a_wrong_type_are_reported_where_they_are() -> None:

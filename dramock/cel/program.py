@@ -29,6 +29,7 @@ from dramock.cel.lexer import SyntaxIssue
 from dramock.cel.limits import CEL_SELECTOR_EXPRESSION_MAX_COST, DEFAULT_TIME_BUDGET, INT64_MAX
 from dramock.cel.parser import Parser
 from dramock.cel.values import DeviceEnv, type_name
+from dramock.memo import remember
 
 _DEEP_EXPRESSION = 150  # closure nesting depth above which evaluation raises the recursion limit
 
@@ -127,14 +128,6 @@ _EVALUATED_MAX = 1 << 16  # cached results per compiled expression
 _cache_lock = threading.Lock()
 
 
-def _remember(cache: dict, key: Any, value: Any, limit: int) -> None:
-    with _cache_lock:
-        if len(cache) >= limit:
-            for old in list(cache)[: limit // 4]:  # drop the oldest quarter (insertion order)
-                cache.pop(old, None)
-        cache[key] = value
-
-
 def compile(expression: str, *, cost_limit: int | None = CEL_SELECTOR_EXPRESSION_MAX_COST,
             list_type_attributes: bool = True, consumable_capacity: bool = True,
             derived_attribute: bool = False) -> CompiledExpression:
@@ -159,7 +152,7 @@ def compile(expression: str, *, cost_limit: int | None = CEL_SELECTOR_EXPRESSION
                 hit = _compile(expression, opts, key)
         except CELCompileError as e:
             hit = (type(e), e.message)
-        _remember(_COMPILED, key, hit, _COMPILED_MAX)
+        remember(_COMPILED, key, hit, _COMPILED_MAX)
     if type(hit) is tuple:
         raise hit[0](hit[1])
     assert isinstance(hit, CompiledExpression)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from dramock.memo import remember
 from dramock.registry.gatedfields import GatedFields, drop_disabled_fields
 from dramock.schemas.featuregates import FeatureGates
 from dramock.schemas.validation.field import Cause, semantic_equal
@@ -49,9 +50,7 @@ class KnownValid:
             return []
         causes = validate()
         if not causes and len(key) <= self.MAX_BYTES:
-            if len(self._seen) >= self.SIZE:
-                self._seen.pop(next(iter(self._seen)))
-            self._seen[key] = None
+            remember(self._seen, key, None, self.SIZE)
         return causes
 
 

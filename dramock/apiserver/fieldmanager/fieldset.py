@@ -10,6 +10,8 @@ from typing import Any
 
 import orjson
 
+from dramock.memo import remember
+
 from .paths import FieldSet, Path, PathElement, sorted_elements, sorted_values
 from .values import _freeze, _go_json, _thaw
 
@@ -80,12 +82,6 @@ _ENCODED: dict[frozenset, bytes] = {}
 _DECODED: dict[bytes, frozenset] = {}
 
 
-def _remember(cache: dict, key: Any, value: Any, size: int = _CACHE_SIZE) -> None:
-    if len(cache) >= size:
-        cache.pop(next(iter(cache)))
-    cache[key] = value
-
-
 def set_to_fields(paths: AbstractSet[Path]) -> dict:
     """A field set in upstream's FieldsV1 shape, keys in upstream's order (`.` first)."""
     if len(paths) > _CACHED_PATHS:
@@ -94,8 +90,8 @@ def set_to_fields(paths: AbstractSet[Path]) -> dict:
     hit = _ENCODED.get(key)
     if hit is None:
         hit = orjson.dumps(_set_to_fields(key))
-        _remember(_ENCODED, key, hit)
-        _remember(_DECODED, hit, key)  # the object's next write reads this entry back
+        remember(_ENCODED, key, hit, _CACHE_SIZE)
+        remember(_DECODED, hit, key, _CACHE_SIZE)  # the object's next write reads this entry back
     return orjson.loads(hit)
 
 
@@ -131,7 +127,7 @@ def fields_to_set(fields: Any) -> FieldSet:
     hit = _DECODED.get(key)
     if hit is None:
         hit = frozenset(_fields_to_set(fields))
-        _remember(_DECODED, key, hit)
+        remember(_DECODED, key, hit, _CACHE_SIZE)
     return set(hit)
 
 

@@ -11,9 +11,10 @@ from typing import Any
 import orjson
 
 from dramock.jsonvalue import clone
+from dramock.memo import remember
 from dramock.schemas import defs
 
-from .fieldset import _DecodeError, _recursive_difference, _remember
+from .fieldset import _DecodeError, _recursive_difference
 from .managed_fields import (
     STRIPPED,
     Managed,
@@ -181,8 +182,8 @@ def _track(old: Obj | None, new: Obj, manager: str, api_version: str, definition
         managed = record(root, live, _with_zero(result, zero, share=True), managed, me, now, _frozen_ignored(reset))
         if key is not None:
             mine = managed.get(me.ident)
-            _remember(_CREATED_FIELDS, key, frozenset(mine.fields) if mine is not None else frozenset(),
-                      _CREATED_SIZE)
+            remember(_CREATED_FIELDS, key, frozenset(mine.fields) if mine is not None else frozenset(),
+                     _CREATED_SIZE)
     _store_managed(result, _cap_update_managers(managed))
     return result
 
