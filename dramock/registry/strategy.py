@@ -66,6 +66,7 @@ class Strategy:
         self.gates = gates
         # Upstream's strategies that need it hold a namespace client (the DRA admin-access rule).
         self.namespace_labels = namespace_labels
+        self.known_valid = KnownValid()  # for a kind whose validation of a create is worth remembering
 
     @property
     def has_status(self) -> bool:

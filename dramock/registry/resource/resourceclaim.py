@@ -20,7 +20,7 @@ from dramock.registry.resource.common import (
     claim_spec_gated_fields,
     default_claim_requests,
 )
-from dramock.registry.strategy import KnownValid, Strategy
+from dramock.registry.strategy import Strategy
 from dramock.schemas import validation as semantic
 from dramock.schemas.quantity import Quantity
 from dramock.schemas.validation.field import Cause
@@ -65,16 +65,12 @@ GATED_FIELDS: tuple[GatedFields, ...] = (
 class ResourceClaimStrategy(Strategy):
     gated_fields = GATED_FIELDS
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._valid_specs = KnownValid()
-
     def default(self, obj: Obj) -> None:
         default_claim_requests((obj.get("spec") or {}).get("devices"))
 
     def validate_semantic(self, obj: Obj) -> list[Cause]:
         requests = ((obj.get("spec") or {}).get("devices") or {}).get("requests")
-        return admin_access(self, obj, requests) + self._valid_specs.check(
+        return admin_access(self, obj, requests) + self.known_valid.check(
             obj.get("spec"), lambda: semantic.validate_resource_claim(obj, gates=self.gates))
 
     def validate_semantic_update(self, new: Obj, old: Obj) -> list[Cause]:

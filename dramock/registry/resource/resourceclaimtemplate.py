@@ -13,7 +13,7 @@ from dramock.registry.resource.common import (
     default_claim_requests,
     name_and_age_columns,
 )
-from dramock.registry.strategy import KnownValid, Strategy
+from dramock.registry.strategy import Strategy
 from dramock.schemas import validation as semantic
 from dramock.schemas.validation.field import Cause
 
@@ -26,16 +26,12 @@ GATED_FIELDS = tuple(claim_spec_gated_fields("spec.spec", "ResourceClaimTemplate
 class ResourceClaimTemplateStrategy(Strategy):
     gated_fields = GATED_FIELDS
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._valid_specs = KnownValid()
-
     def default(self, obj: Obj) -> None:
         default_claim_requests(((obj.get("spec") or {}).get("spec") or {}).get("devices"))
 
     def validate_semantic(self, obj: Obj) -> list[Cause]:
         requests = (((obj.get("spec") or {}).get("spec") or {}).get("devices") or {}).get("requests")
-        return admin_access(self, obj, requests) + self._valid_specs.check(
+        return admin_access(self, obj, requests) + self.known_valid.check(
             obj.get("spec"), lambda: semantic.validate_resource_claim_template(obj, gates=self.gates))
 
     def validate_semantic_update(self, new: Obj, old: Obj) -> list[Cause]:
