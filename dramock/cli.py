@@ -10,6 +10,8 @@ import logging
 import os
 import shutil
 import sys
+import threading
+import time
 
 from dramock import KUBERNETES_VERSION, __version__, configure_logging
 
@@ -183,8 +185,23 @@ def _collect_cycles_less_often() -> None:
     """A full garbage collection walks every live object and holds the interpreter (so the event loop) for
     100-400 ms once a process holds a few hundred thousand objects; at Python's default thresholds they came
     every few seconds under load and were the tail of the scheduling latency (bench/scheduler.py steady
-    state p99 about 450 ms, about 50 ms with these). Nearly all garbage here is freed by reference counting."""
+    state p99 about 450 ms, about 50 ms with these). Nearly all garbage here is freed by reference counting.
+
+    The thresholds count allocations minus deallocations, so under churn (pods created as older ones are
+    deleted) the young generation grows unchecked: 450,000 objects, and a 400-470 ms collection that found
+    nothing, in a minute of bench/scheduler.py steady state. Collecting it more often costs as much in all
+    (~3 us per object walked). So what survived a second moves out of the collector's sight instead
+    (gc.freeze, which takes no time): the request paths make no cyclic garbage (a server driven with kubectl
+    get, create, apply, server-side apply, patch, delete, watch and failing requests left none; the
+    fieldmanager tests check its walks), and what is frozen is still freed by reference counting."""
     gc.set_threshold(50_000, 50, 100)
+    threading.Thread(target=_freeze_survivors, name="dramock-gc-freeze", daemon=True).start()
+
+
+def _freeze_survivors() -> None:
+    while True:
+        time.sleep(1.0)
+        gc.freeze()
 
 
 def main(argv: list[str] | None = None) -> int:
