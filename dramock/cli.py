@@ -181,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _collect_cycles_less_often() -> None:
+def _pace_garbage_collection() -> None:
     """A full garbage collection walks every live object and holds the interpreter (so the event loop) for
     100-400 ms once a process holds a few hundred thousand objects; at Python's default thresholds they came
     every few seconds under load and were the tail of the scheduling latency (bench/scheduler.py steady
@@ -206,7 +206,7 @@ def _freeze_survivors() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    _collect_cycles_less_often()
+    _pace_garbage_collection()
     if args.command == "kubeconfig" and (args.user or args.service_account or args.example_driver):
         from dramock.auth.flags import identity_kubeconfig
 
