@@ -10,6 +10,11 @@ from typing import Any
 
 _lock = threading.Lock()
 
+# The create memos (a create's field set, validation and type check of content seen before): entries per
+# table, and the largest content (JSON bytes) remembered; bigger content is computed each time.
+CONTENT_ENTRIES = 1024
+CONTENT_BYTES = 16 * 1024
+
 
 def remember(cache: dict, key: Any, value: Any, limit: int) -> None:
     with _lock:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from dramock.memo import remember
+from dramock.memo import CONTENT_BYTES, CONTENT_ENTRIES, remember
 from dramock.registry.gatedfields import GatedFields, drop_disabled_fields
 from dramock.schemas.featuregates import FeatureGates
 from dramock.schemas.validation.field import Cause, semantic_equal
@@ -34,9 +34,6 @@ class KnownValid:
     claims, a workload's objects) are validated once. Only acceptance is remembered, so every error is still
     computed (with the path and value of the request it answers)."""
 
-    SIZE = 1024
-    MAX_BYTES = 16 * 1024
-
     def __init__(self) -> None:
         self._seen: dict[bytes, None] = {}
 
@@ -49,8 +46,8 @@ class KnownValid:
         if key in self._seen:
             return []
         causes = validate()
-        if not causes and len(key) <= self.MAX_BYTES:
-            remember(self._seen, key, None, self.SIZE)
+        if not causes and len(key) <= CONTENT_BYTES:
+            remember(self._seen, key, None, CONTENT_ENTRIES)
         return causes
 
 

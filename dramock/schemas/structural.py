@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from dramock.jsonvalue import go_type_name
-from dramock.memo import remember
+from dramock.memo import CONTENT_BYTES, CONTENT_ENTRIES, remember
 from dramock.schemas import defs, quantity
 
 _INT_RANGE = {"int32": (-(2 ** 31), 2 ** 31 - 1), "int64": (-(2 ** 63), 2 ** 63 - 1)}
@@ -31,8 +31,6 @@ class DecodeReport:
 # Specs a walk left as they were and reported nothing about, by their JSON: creates of the same content (a
 # template's claims, a workload's pods) walk only the rest of the object.
 _CLEAN_SPECS: dict[tuple[str, bytes], None] = {}
-_CLEAN_SPECS_SIZE = 1024
-_CLEAN_SPEC_BYTES = 16 * 1024
 
 
 def check(obj: dict[str, Any], definition: str) -> DecodeReport:
@@ -54,9 +52,9 @@ def check(obj: dict[str, Any], definition: str) -> DecodeReport:
         obj["spec"] = spec
         return report
     root[0](obj, "", report, root[1])
-    if key is not None and len(key[1]) <= _CLEAN_SPEC_BYTES and not report.unknown and not report.type_errors \
+    if key is not None and len(key[1]) <= CONTENT_BYTES and not report.unknown and not report.type_errors \
             and obj.get("spec") is spec and orjson.dumps(spec) == key[1]:
-        remember(_CLEAN_SPECS, key, None, _CLEAN_SPECS_SIZE)
+        remember(_CLEAN_SPECS, key, None, CONTENT_ENTRIES)
     return report
 
 

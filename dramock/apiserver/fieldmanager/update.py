@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from dramock.jsonvalue import clone
-from dramock.memo import remember
+from dramock.memo import CONTENT_BYTES, CONTENT_ENTRIES, remember
 from dramock.schemas import defs
 
 from .fieldset import _DecodeError, _recursive_difference
@@ -38,8 +38,6 @@ OLD_UPDATES_MANAGER = "ancient-changes"
 # without the metadata every create sets anew (all of them stripped from field sets, so they change nothing
 # in it). Creates of the same content (a template's pods or claims, a benchmark's objects) compute it once.
 _CREATED_FIELDS: dict[tuple[str, str, tuple[str, ...], bytes], frozenset[Path]] = {}
-_CREATED_SIZE = 1024
-_CREATE_KEY_BYTES = 16 * 1024  # bigger objects are computed each time
 _PER_CREATE_METADATA = frozenset(("name", "namespace", "uid", "creationTimestamp", "resourceVersion", "generation",
                                   "selfLink"))
 
@@ -183,7 +181,7 @@ def _track(old: Obj | None, new: Obj, manager: str, api_version: str, definition
         if key is not None:
             mine = managed.get(me.ident)
             remember(_CREATED_FIELDS, key, frozenset(mine.fields) if mine is not None else frozenset(),
-                     _CREATED_SIZE)
+                     CONTENT_ENTRIES)
     _store_managed(result, _cap_update_managers(managed))
     return result
 
@@ -199,4 +197,4 @@ def _create_key(definition: str, api_version: str, reset: tuple[str, ...],
                                                     or type(v) not in (str, int)}})
     except (TypeError, orjson.JSONEncodeError):
         return None
-    return (definition, api_version, reset, content) if len(content) <= _CREATE_KEY_BYTES else None
+    return (definition, api_version, reset, content) if len(content) <= CONTENT_BYTES else None
