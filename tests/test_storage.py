@@ -219,6 +219,35 @@ def test_a_database_from_before_prev_revision_is_migrated(tmp_path):
     s.close()
 
 
+def test_an_embedded_database_keeps_one_index_on_the_log(tmp_path):
+    """SQLite indexes hold the rowid (the revision): the unique key index also finds a key's newest row, so
+    the (bucket, name, id) index of older databases is dropped rather than written on every commit."""
+    import sqlite3
+
+    path = tmp_path / "d.db"
+    s = RevisionLog(f"sqlite:///{path}", stamp)
+    s.create("b", "x", {})
+    s.close()
+    db = sqlite3.connect(path)
+    db.execute("CREATE INDEX revlog_key ON revlog (bucket, name, id)")  # as databases made before had it
+    db.commit()
+    db.close()
+    s = RevisionLog(f"sqlite:///{path}", stamp)
+    assert s.get("b", "x") == {"rv": 1}
+    assert s.update("b", "x", {}, expected=1)["rv"] == 2
+    s.close()
+    db = sqlite3.connect(path)
+    try:
+        indexes = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'index' "
+                                            "AND tbl_name = 'revlog'")}
+        plan = " ".join(str(r) for r in db.execute(
+            "EXPLAIN QUERY PLAN SELECT max(id) FROM revlog WHERE id <= 2 GROUP BY bucket, name"))
+    finally:
+        db.close()
+    assert indexes == {"revlog_key_prev"}
+    assert "COVERING INDEX revlog_key_prev" in plan  # start-up's newest-row-per-key query reads no table rows
+
+
 def test_compaction_keeping_pace_with_writes_keeps_the_log_bounded(url):
     """A range compacted while its rows were still current must not keep them once they are superseded."""
     s = RevisionLog(url, stamp, history=10)

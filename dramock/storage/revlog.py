@@ -93,10 +93,13 @@ _log = sa.Table(
     # The key's previous row (0 for the first); NULL for fill rows and rows written before this column.
     sa.Column("prev_revision", sa.BigInteger().with_variant(sa.Integer, "sqlite"), nullable=True),
     sa.Column("value", sa.Text, nullable=False),
-    sa.Index("revlog_key", "bucket", "name", "id"),
-    # The database's own guarantee of conditional writes: one successor per revision of a key.
+    # The database's own guarantee of conditional writes: one successor per revision of a key. In SQLite it
+    # also finds a key's newest row, as every SQLite index holds the rowid (`id`).
     sa.Index("revlog_key_prev", "bucket", "name", "prev_revision", unique=True),
 )
+# A key's rows in order, for the shared database (PostgreSQL indexes do not hold the primary key). SQLite
+# does without: one index less to write took 17 % off a commit of 5 rows.
+_KEY_INDEX = "CREATE INDEX IF NOT EXISTS revlog_key ON revlog (bucket, name, id)"
 _COLUMNS = (_log.c.id, _log.c.bucket, _log.c.name, _log.c.deleted, _log.c.value)
 _INSERT = _log.insert()  # built once: constructing the statement per write costs more than the write
 # The same insert for the embedded (SQLite) driver, rows as tuples in this column order (group commit).
@@ -776,6 +779,7 @@ class RevisionLog:
                     "p.bucket = revlog.bucket AND p.name = revlog.name AND p.id < revlog.id), 0)"))
                 for index in _log.indexes:
                     index.create(conn, checkfirst=True)
+            conn.execute(sa.text(_KEY_INDEX if self.shared else "DROP INDEX IF EXISTS revlog_key"))
             if self.shared:
                 # The sequence must be ahead of every revision already in the table (e.g. an older database).
                 top = conn.execute(sa.select(sa.func.max(_log.c.id))).scalar() or 0
