@@ -453,7 +453,7 @@ def _run_server(args: argparse.Namespace) -> int:
     serving.run(app, serving.ServingOptions(host=args.bind_address, port=args.port,
                                             header_timeout=args.request_header_timeout,
                                             secure_port=args.secure_port, ssl_context=ssl_context),
-                access_log=None, handler_cancellation=True, auto_decompress=False)
+                server.handle, access_log=None, handler_cancellation=True, auto_decompress=False)
     return 0
 
 

@@ -115,6 +115,37 @@ def test_a_failed_commit_is_undone_in_memory_and_every_writer_hears_it(db):
     asyncio.run(scenario())
 
 
+def test_a_writer_that_goes_away_does_not_take_the_commit_with_it(db):
+    """Writers of one batch wait for it each on their own: cancelling one (its client went away) leaves the
+    others' wait and the commit alone; a wait that starts after the commit returns at once."""
+    async def scenario():
+        s = RevisionLog(f"sqlite:///{db}", stamp)
+
+        async def write(name: str) -> int:
+            with track_writes() as written:
+                rv = s.create("b", name, {})["rv"]
+                await s.wait_durable(written)
+            return rv
+
+        gone, staying = asyncio.create_task(write("gone")), asyncio.create_task(write("staying"))
+        await asyncio.sleep(0)  # both wrote into the pending batch and wait
+        assert committed_rows(db) == []
+        gone.cancel()
+        assert await staying == 2
+        with pytest.raises(asyncio.CancelledError):
+            await gone
+        assert committed_rows(db) == [(1, "gone"), (2, "staying")]  # accepted writes commit regardless
+        with track_writes() as written:
+            s.create("b", "later", {})
+        deadline = asyncio.get_running_loop().time() + 5
+        while len(committed_rows(db)) < 3:  # committed before anyone waits for it
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.001)
+        await asyncio.wait_for(s.wait_durable(written), 1)
+        s.close()
+    asyncio.run(scenario())
+
+
 def test_a_full_batch_commits_at_once(db):
     async def scenario():
         s = RevisionLog(f"sqlite:///{db}", stamp)

@@ -46,7 +46,7 @@ class ClaimStatusAuthorization:
     def admit(self, call, obj: Obj | None, old: Obj | None) -> None:
         user = getattr(call, "user", None)
         kind = call.kind
-        if not self.enabled or user is None or users.MASTERS in user.groups or obj is None or old is None:
+        if not self.enabled or user is None or users.privileged(user) or obj is None or old is None:
             return
         if kind.group != "resource.k8s.io" or kind.plural != "resourceclaims" or call.subresource != "status":
             return

@@ -15,21 +15,14 @@ from typing import Any, TypeVar
 
 import aiohttp
 from aiohttp import web
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    REGISTRY,
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
-    generate_latest,
-)
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
 from dramock import errors
 from dramock.admission.chain import SYSTEM_NAMESPACES, Admission
 from dramock.apiserver import authfilter as gate
-from dramock.apiserver import codec, discovery, explainapi, health, openapi, params, protobuf
+from dramock.apiserver import codec, discovery, explainapi, health, openapi, params, protobuf, reviews
 from dramock.apiserver import faults as faults_endpoint
+from dramock.apiserver.metrics import Metrics
 from dramock.apiserver.rest import (
     Call,
     PreparedCreate,
@@ -89,46 +82,15 @@ class ServerConfig:
         return self.database_url or sqlite_url(self.data_dir)
 
 
-class Metrics:
-    def __init__(self) -> None:
-        self.registry = CollectorRegistry()
-        self.requests = Counter("apiserver_request_total", "Counter of apiserver requests broken out for each "
-                                "verb, group, version, resource, scope, component, and HTTP response code.",
-                                ["verb", "group", "version", "resource", "subresource", "scope", "component",
-                                 "code"], registry=self.registry)
-        self.duration = Histogram("apiserver_request_duration_seconds", "Response latency distribution in "
-                                  "seconds for each verb, group, version, resource, subresource, scope and "
-                                  "component.", ["verb", "group", "version", "resource", "subresource", "scope",
-                                                 "component"],
-                                  buckets=(0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3,
-                                           4, 5, 6, 8, 10, 15, 20, 30, 45, 60),
-                                  registry=self.registry)
-        self.objects = Gauge("apiserver_storage_objects", "Number of stored objects at the time of last check "
-                             "split by kind.", ["resource"], registry=self.registry)
-        self.watchers = Gauge("apiserver_registered_watchers", "Number of currently registered watchers for a "
-                              "given resources", ["group", "version", "kind"], registry=self.registry)
-        self.longrunning = Gauge("apiserver_longrunning_requests", "Gauge of all active long-running apiserver "
-                                 "requests broken out by verb, group, version, resource, scope and component.",
-                                 ["verb", "group", "version", "resource", "subresource", "scope", "component"],
-                                 registry=self.registry)
-
-        self.injected_faults = Counter("dramock_injected_faults_total", "Faults injected by dramock.faults rules, "
-                                       "by rule and type.", ["rule", "type"], registry=self.registry)
-
-        self._children: dict[tuple[str, ...], tuple[Any, Any]] = {}
-
-    def on_watchers(self, kind: Kind, delta: int) -> None:
-        self.watchers.labels(kind.group, kind.version, kind.kind).inc(delta)
-
-    def observe_request(self, labels: tuple[str, ...], code: str, seconds: float) -> None:
-        """Count a request and its latency (the labelled series are looked up once per label set: labels()
-        costs more than the update)."""
-        key = (*labels, code)
-        children = self._children.get(key)
-        if children is None:
-            children = self._children[key] = (self.requests.labels(*labels, code), self.duration.labels(*labels))
-        children[0].inc()
-        children[1].observe(seconds)
+async def _expect(request: web.Request) -> None:
+    """A client that sent `Expect: 100-continue` waits for this before sending its body; any other
+    expectation is refused (417)."""
+    if request.version != aiohttp.HttpVersion11:
+        return
+    if request.headers["Expect"].lower() != "100-continue":
+        raise web.HTTPExpectationFailed(text=f"Unknown Expect: {request.headers['Expect']}")
+    await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+    request.writer.output_size = 0  # the interim answer is not part of the response's size
 
 
 # Status reasons of the HTTP codes aiohttp itself may answer with.
@@ -222,11 +184,10 @@ class APIServer:
     # ---------------------------------------------------------------- lifecycle
 
     def app(self) -> web.Application:
+        """The application whose start-up, shutdown and clean-up hooks run around serving. It has no routes:
+        serving.run hands every request to `handle` itself."""
         # Bodies are size-checked by us (413 as a Status); aiohttp's own limit sits just above.
         app = web.Application(client_max_size=codec.MAX_BODY + 1024 * 1024)
-        # One route takes every request: the wrapper around dispatch is its handler rather than an aiohttp
-        # middleware, whose chain adds two coroutines to each request.
-        app.router.add_route("*", "/{tail:(?s:.*)}", self._handle)  # (?s): a decoded newline too
         app.on_startup.append(self._on_startup)
         app.on_shutdown.append(self._on_shutdown)
         app.on_cleanup.append(self._on_cleanup)
@@ -282,11 +243,13 @@ class APIServer:
 
     # ---------------------------------------------------------------- HTTP
 
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
+    async def handle(self, request: web.Request) -> web.StreamResponse:
         """Every request: who is asking, the in-flight limit, durability of writes, errors as Status, metrics."""
         start = time.perf_counter()
         request["route"] = None
         try:
+            if request.headers.get("Expect"):  # what aiohttp's router did before a handler ran
+                await _expect(request)
             request["user"] = self.security.user(gate.is_secure(request), gate.peercert(request), request.headers)
             if request.method in _READ_METHODS:
                 self.store.settle()  # a read sees every accepted write, committed
@@ -376,11 +339,11 @@ class APIServer:
             if len(parts) == 1:
                 return self._discovery(request, core=False)
             group = parts[1]
-            if group not in self.registry.groups():
+            if not self.registry.serves(group):
                 raise errors.path_not_found()
             if len(parts) == 2:
                 return _discovery_document(request, discovery.group(group, self.registry) or {})
-            if parts[2] not in self.registry.versions_of(group):
+            if not self.registry.serves(group, parts[2]):
                 raise errors.path_not_found()
             return await self._resource_request(request, group, parts[2], parts[3:])
         raise errors.path_not_found()
@@ -475,7 +438,6 @@ class APIServer:
             self.store.catch_up()  # a consistent read (resourceVersion unset) includes every committed write
         content_type = request.headers.get("Content-Type", "")
         verb = route.verb
-        loop = asyncio.get_running_loop()
         # A big create or update is computed in the worker thread, then committed here (prepared).
         prepared: PreparedCreate | PreparedUpdate | Result | None = None
         before_prepared = len(call.warnings)
@@ -483,8 +445,7 @@ class APIServer:
                 and verb in ("create", "update") and self._plain_write(call):
             prepare = self.rest.prepare_create if verb == "create" else self.rest.prepare_update
             try:
-                prepared = await loop.run_in_executor(self._workers, _without_gc_pauses, prepare, call, body,
-                                                      content_type, True)
+                prepared = await self._off_loop(prepare, call, body, content_type, True)
             except StaleRead:  # the object changed while it was read off the loop: computed here instead
                 del call.warnings[before_prepared:]
         warnings = len(call.warnings)
@@ -514,16 +475,17 @@ class APIServer:
         # What a read or a real write answers is the stored object; a dry run's answer is not.
         stored = verb in ("get", "list") or (verb in ("create", "update", "patch") and not call.dry_run)
         if prepared is not None:  # a big object's answer (protobuf, YAML, a Table) is encoded off the loop too
-            return await loop.run_in_executor(self._workers, _without_gc_pauses, self._respond, call, accept, result,
-                                              stored)
+            return await self._off_loop(self._respond, call, accept, result, stored)
         return self._respond(call, accept, result, stored=stored)
+
+    def _off_loop(self, work: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """`work(*args)` in the worker thread for big requests."""
+        return asyncio.get_running_loop().run_in_executor(self._workers, _without_gc_pauses, work, *args)
 
     @staticmethod
     def _plain_write(call: Call) -> bool:
         """A create or update of an object of the kind (not a subresource such as a binding or the status, not a
         review)."""
-        from dramock.apiserver import reviews
-
         return not call.subresource and not reviews.is_review(call.kind)
 
     def _verb(self, call: Call, verb: str, body: bytes, content_type: str) -> Result:
@@ -550,8 +512,6 @@ class APIServer:
     def _create(self, call: Call, body: bytes, content_type: str) -> Result:
         if call.subresource == "binding":
             return self._bind(call, body, content_type)
-        from dramock.apiserver import reviews
-
         if reviews.is_review(call.kind):
             return reviews.review(call, body, content_type, self.security)
         if call.subresource == "token":

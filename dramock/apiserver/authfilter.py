@@ -11,6 +11,7 @@ from dramock import errors, timefmt
 from dramock.apiserver import codec
 from dramock.apiserver.rest import Call, Result
 from dramock.auth import bootstrap_policy
+from dramock.auth import user as users
 from dramock.auth.attributes import Attributes
 from dramock.auth.security import Security
 from dramock.auth.tokens import DEFAULT_EXPIRATION, MIN_EXPIRATION
@@ -49,7 +50,8 @@ def attributes(call: Call, verb: str | None = None) -> Attributes:
 
 
 def check_resource(security: Security, call: Call) -> None:
-    security.check(attributes(call))
+    if not users.privileged(call.user):  # allowed without a look at the request (nor building its Attributes)
+        security.check(attributes(call))
 
 
 def seed_bootstrap_policy(rest, store) -> None:

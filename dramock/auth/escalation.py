@@ -34,7 +34,7 @@ class EscalationCheck:
     def admit(self, call, obj: Obj | None, old: Obj | None) -> None:
         user = getattr(call, "user", None)
         kind = call.kind
-        if user is None or obj is None or kind.group != RBAC or users.MASTERS in user.groups:
+        if user is None or obj is None or kind.group != RBAC or users.privileged(user):
             return
         ns = call.namespace or ""
         name = obj.get("metadata", {}).get("name", "")

@@ -3,6 +3,7 @@ strategy and printer its own module gives it. The HTTP layer reads everything it
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,9 @@ def selectable(*path: str, default: str = "") -> Callable[[Obj], str]:
 
 @dataclass(frozen=True, eq=False)  # one instance per kind: identity is equality
 class Kind:
+    """A served kind. What is derived from its fields on every request (its apiVersion, storage bucket, schema
+    definition) is computed once per instance."""
+
     group: str
     version: str
     kind: str
@@ -69,16 +73,16 @@ class Kind:
     def singular(self) -> str:
         return self.kind.lower()
 
-    @property
+    @functools.cached_property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
-    @property
+    @functools.cached_property
     def group_resource(self) -> str:
         """`resourceclaims.resource.k8s.io`, or `pods` for the core group."""
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
-    @property
+    @functools.cached_property
     def definition(self) -> str:
         name = defs.kind_definition(self.group, self.version, self.kind)
         assert name, f"no 1.37 definition for {self.api_version} {self.kind}"
@@ -94,7 +98,7 @@ class Kind:
     def list_kind(self) -> str:
         return self.kind + "List"
 
-    @property
+    @functools.cached_property
     def storage_bucket(self) -> str:
         """Storage key prefix: `<group>/<plural>`, `<plural>` for the core group, unless the entry names one."""
         if self.bucket:

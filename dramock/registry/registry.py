@@ -99,6 +99,11 @@ class Registry:
     def versions_of(self, group: str) -> list[str]:
         return list(self._versions_of.get(group, ()))
 
+    def serves(self, group: str, version: str | None = None) -> bool:
+        """Whether the group (in that version) is served: asked on every request, so without building lists."""
+        versions = self._versions_of.get(group)
+        return versions is not None and (version is None or version in versions)
+
     def by_kind(self, api_version: str, kind: str) -> Kind | None:
         for k in self.kinds:
             if k.api_version == api_version and k.kind == kind:

@@ -36,14 +36,18 @@ class Batch:
     """Writes waiting for one commit: their rows, their events (announced once committed) and what
     memory held before each of them (restored if the commit fails)."""
 
-    __slots__ = ("rows", "events", "undo", "revision_before", "done")
+    __slots__ = ("rows", "events", "undo", "revision_before", "loop", "outcome", "waiters")
 
-    def __init__(self, revision_before: int, done: asyncio.Future[None]):
+    def __init__(self, revision_before: int, loop: asyncio.AbstractEventLoop):
         self.rows: list[tuple] = []
         self.events: list[Any] = []
         self.undo: list[tuple[str, str, Any, Any, Any, Any]] = []  # bucket, name, object, revision, JSON, tombstone
         self.revision_before = revision_before
-        self.done = done
+        self.loop = loop
+        self.outcome: bool | StorageFailure | None = None  # None until committed (True) or failed
+        # One future per waiting request, rather than one shared future each request would have to shield from
+        # its own cancellation (asyncio.shield cost more than the rest of the wait).
+        self.waiters: list[asyncio.Future[None]] = []
 
     def note_writer(self) -> None:
         """Record this batch for the request that is writing into it (if it is tracked)."""
@@ -52,13 +56,16 @@ class Batch:
             written.add(self)
 
     def committed(self) -> None:
-        if not self.done.done():
-            self.done.set_result(None)
+        self.outcome = True
+        for waiter in self.waiters:
+            if not waiter.done():  # a request that went away cancelled its own
+                waiter.set_result(None)
 
     def failed(self, error: StorageFailure) -> None:
-        if not self.done.done():
-            self.done.set_exception(error)
-            self.done.exception()  # retrieved here: a batch nobody waits for (start-up writes) logs nothing
+        self.outcome = error
+        for waiter in self.waiters:
+            if not waiter.done():
+                waiter.set_exception(error)
 
 
 class track_writes:  # noqa: N801 - used as a context manager, like a function
@@ -79,4 +86,9 @@ class track_writes:  # noqa: N801 - used as a context manager, like a function
 async def wait_durable(written: set[Batch]) -> None:
     """Return once every batch is committed; raise StorageFailure if one of them failed to commit."""
     for batch in written:
-        await asyncio.shield(batch.done)
+        if batch.outcome is None:
+            waiter = batch.loop.create_future()
+            batch.waiters.append(waiter)
+            await waiter
+        elif isinstance(batch.outcome, StorageFailure):
+            raise batch.outcome

@@ -376,7 +376,7 @@ class RevisionLog:
                 self.revision = revision
                 self._apply(event)
                 return obj
-            batch = self._batch = groupcommit.Batch(self.revision, loop.create_future())
+            batch = self._batch = groupcommit.Batch(self.revision, loop)
             # Commits at the end of the loop's next turn: the requests read in this turn write into it too
             # (bench/apiserver.py create: 6 % less CPU per create than committing at the end of this turn).
             loop.call_soon(loop.call_soon, self.settle)
