@@ -250,7 +250,8 @@ class APIServer:
         try:
             if request.headers.get("Expect"):  # what aiohttp's router did before a handler ran
                 await _expect(request)
-            request["user"] = self.security.user(gate.is_secure(request), gate.peercert(request), request.headers)
+            secure = gate.is_secure(request)
+            request["user"] = self.security.user(secure, gate.peercert(request) if secure else None, request.headers)
             if request.method in _READ_METHODS:
                 self.store.settle()  # a read sees every accepted write, committed
                 with self.inflight.admit(request):
@@ -283,7 +284,7 @@ class APIServer:
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s %s %s %d %.1fms", request.method, request.path_qs, request.headers.get("User-Agent", ""),
                       resp.status, (time.perf_counter() - start) * 1000)
-        if not resp.prepared:
+        if not resp.prepared and not request.content.at_eof():
             # An answer given before the body was read (404, 405, 429) still reads it, as Go's server does, so a
             # keep-alive client that is still sending it is not reset.
             with contextlib.suppress(Exception):
@@ -378,8 +379,6 @@ class APIServer:
 
     async def _inject(self, route: Route, call: Call) -> None:
         """Apply the `api` fault rule firing for this request, if any: its latency, then its error."""
-        if not self.faults.rules:
-            return
         kind = route.kind
         assert kind is not None
         rule = self.faults.for_request(route.verb, kind.plural, kind.group, route.subresource,
@@ -420,7 +419,8 @@ class APIServer:
                 raise podlog.no_containers(call)
             return await podlog.serve_log(request, self.rest, call)
         accept = codec.negotiate(request.headers.get("Accept"))
-        await self._inject(route, call)
+        if self.faults.rules:  # (a coroutine per request otherwise)
+            await self._inject(route, call)
         if route.verb == "watch":
             fault = self.faults.for_watch(kind.plural, kind.group, route.namespace or "", call.user_agent) \
                 if self.faults.rules else None
