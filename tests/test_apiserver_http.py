@@ -570,3 +570,35 @@ def test_serve_starts_two_ready_nodes_with_example_gpus(tmp_path):
         assert s.request("GET", "/apis/resource.k8s.io/v1/deviceclasses/gpu.example.com")[0] == 200
     finally:
         stop(s)
+
+
+# ---------------------------------------------------------------- Expect: 100-continue
+
+def test_a_client_that_expects_100_continue_is_told_to_send_its_body(server):
+    """curl and other clients send `Expect: 100-continue` before a big body and wait for the interim answer
+    (curl gives up waiting only after a second); an expectation the server does not know is a 417 Status."""
+    import socket
+
+    body = json.dumps(claim("expecting")).encode()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(f"POST {CLAIMS} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     f"Content-Length: {len(body)}\r\nExpect: 100-continue\r\n\r\n".encode())
+        assert sock.recv(1024) == b"HTTP/1.1 100 Continue\r\n\r\n"  # before any of the body was sent
+        sock.sendall(body)
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += sock.recv(65536)
+        assert answer.startswith(b"HTTP/1.1 201 ")
+    code, _, stored = server.request("GET", CLAIMS + "/expecting")
+    assert code == 200 and stored["metadata"]["name"] == "expecting"
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(f"POST {CLAIMS} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     f"Content-Length: {len(body)}\r\nExpect: something-else\r\nConnection: close\r\n\r\n".encode()
+                     + body)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, payload = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 417 ")
+    status = json.loads(payload)
+    assert (status["kind"], status["code"], status["message"]) == ("Status", 417, "Unknown Expect: something-else")
