@@ -1,7 +1,7 @@
 """The API server's own metrics (on its registry; /metrics adds the process-wide one).
 
 Requests are counted in plain integers and rendered when scraped: prometheus_client's labelled Counter and
-Histogram update through a lock per sample and cost 1.9 µs a request, these 0.3 µs.
+Histogram update through a lock per sample and cost 1.9 µs a request, these 0.5 µs.
 """
 
 from __future__ import annotations
